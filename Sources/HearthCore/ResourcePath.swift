@@ -1,0 +1,98 @@
+/// A slash-separated path relative to a database's `documents` root: `users/alice`
+/// (a document: even length) or `users/alice/posts` (a collection: odd length).
+public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var segments: [String]
+
+    public init(_ segments: [String]) { self.segments = segments }
+    public static let root = ResourcePath([])
+
+    public init(parsing text: String) {
+        segments = text.isEmpty ? [] : text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    public var isDocument: Bool { !segments.isEmpty && segments.count % 2 == 0 }
+    public var isCollection: Bool { segments.count % 2 == 1 }
+    public var isRoot: Bool { segments.isEmpty }
+    public var lastSegment: String { segments.last ?? "" }
+    public var parent: ResourcePath { ResourcePath(Array(segments.dropLast())) }
+    public var text: String { segments.joined(separator: "/") }
+    public var description: String { text }
+
+    /// The collection id of a document path (`posts` for `users/a/posts/p1`).
+    public var collectionId: String { segments.count >= 2 ? segments[segments.count - 2] : "" }
+
+    public func appending(_ segment: String) -> ResourcePath { ResourcePath(segments + [segment]) }
+
+    public func isPrefix(of other: ResourcePath) -> Bool {
+        segments.count <= other.segments.count && Array(other.segments.prefix(segments.count)) == segments
+    }
+
+    /// Firestore orders document names segment by segment, each segment by its UTF-8 bytes.
+    public static func < (a: ResourcePath, b: ResourcePath) -> Bool {
+        for i in 0..<min(a.segments.count, b.segments.count) {
+            let c = ValueOrdering.compareUTF8(a.segments[i], b.segments[i])
+            if c != 0 { return c < 0 }
+        }
+        return a.segments.count < b.segments.count
+    }
+
+    /// Checks every segment against Firestore's id rules.
+    public func validate() throws(HearthError) {
+        for s in segments { try ResourcePath.validateId(s, in: self) }
+    }
+
+    public static func validateId(_ id: String, in path: ResourcePath) throws(HearthError) {
+        if id.isEmpty {
+            throw .invalidArgument("Document path \"\(path.text)\" contains an empty path segment.")
+        }
+        if id == "." || id == ".." {
+            throw .invalidArgument("Resource id \"\(id)\" is invalid because it is reserved.")
+        }
+        if id.utf8.count > 1500 {
+            throw .invalidArgument("Resource id \"\(id.prefix(40))...\" is invalid because it is longer than 1500 bytes.")
+        }
+        if id.hasPrefix("__") && id.hasSuffix("__") && id.utf8.count >= 4 {
+            throw .invalidArgument("Resource id \"\(id)\" is invalid because it is reserved.")
+        }
+    }
+}
+
+/// A database within a project: `projects/{project}/databases/{database}`.
+public struct DatabaseName: Sendable, Hashable, CustomStringConvertible {
+    public var project: String
+    public var database: String
+
+    public init(project: String, database: String) {
+        self.project = project
+        self.database = database
+    }
+
+    public var text: String { "projects/\(project)/databases/\(database)" }
+    public var documentsRoot: String { text + "/documents" }
+    public var description: String { text }
+
+    /// The full resource name of a document or collection path.
+    public func name(of path: ResourcePath) -> String {
+        path.isRoot ? documentsRoot : documentsRoot + "/" + path.text
+    }
+
+    /// Parses `projects/p/databases/d/documents[/path]` and returns the path after `documents`.
+    public func path(fromName name: String) throws(HearthError) -> ResourcePath {
+        let root = documentsRoot
+        if name == root { return .root }
+        guard name.hasPrefix(root + "/") else {
+            throw .invalidArgument("Document name \"\(name)\" lies outside database \"\(text)\" or is malformed.")
+        }
+        let path = ResourcePath(parsing: String(name.dropFirst(root.count + 1)))
+        try path.validate()
+        return path
+    }
+
+    public func documentPath(fromName name: String) throws(HearthError) -> ResourcePath {
+        let path = try path(fromName: name)
+        guard path.isDocument else {
+            throw .invalidArgument("Document name \"\(name)\" has odd number of segments, expected a document path.")
+        }
+        return path
+    }
+}

@@ -1,0 +1,430 @@
+public import HearthCore
+import Logging
+
+/// Query execution: each disjunct of the filter is served by one index scan that yields
+/// candidates in query order; every candidate is checked in memory; scans stop as soon as
+/// `offset + limit` results are known, so cost follows the result, not the collection.
+extension DocumentEngine {
+    public struct QueryResult: Sendable {
+        public var documents: [Document]
+        public var readTime: Timestamp
+    }
+
+    public func runQuery(_ database: DatabaseName, _ query: Query, consistency: ReadConsistency = .latest) async throws -> QueryResult {
+        let nq = try NormalizedQuery(query, database: database)
+        try await ensureIndexes(for: nq)
+        let (readTime, txn) = try snapshot(for: consistency, database: database)
+        let docs = try await store.read { [self] r in try self.executeQuery(nq, r, readTime: readTime) }
+        if let txn { recordQuery(txn, nq, docs) }
+        return QueryResult(documents: docs.map { $0.masked(query.select) }, readTime: readTime ?? clock.current())
+    }
+
+    public struct AggregationResult: Sendable {
+        public var values: [(alias: String, value: Value)]
+        public var readTime: Timestamp
+    }
+
+    public func runAggregation(
+        _ database: DatabaseName, _ query: Query, _ aggregations: [Aggregation], consistency: ReadConsistency = .latest
+    ) async throws -> AggregationResult {
+        guard !aggregations.isEmpty else { throw HearthError.invalidArgument("At least one aggregation is required.") }
+        guard aggregations.count <= 5 else { throw HearthError.invalidArgument("Aggregation queries support at most 5 aggregations.") }
+        var aliases = Set<String>()
+        for a in aggregations {
+            guard aliases.insert(a.alias).inserted else {
+                throw HearthError.invalidArgument("Aggregation aliases must be unique; \"\(a.alias)\" is used twice.")
+            }
+            if case .count(let upTo?) = a.kind, upTo <= 0 {
+                throw HearthError.invalidArgument("up_to must be greater than zero.")
+            }
+        }
+        var q = query
+        q.select = nil
+        let result = try await runQuery(database, q, consistency: consistency)
+        let docs = result.documents
+        var values: [(String, Value)] = []
+        for a in aggregations {
+            switch a.kind {
+            case .count(let upTo):
+                let n = Int64(docs.count)
+                values.append((a.alias, .integer(upTo.map { min($0, n) } ?? n)))
+            case .sum(let field):
+                values.append((a.alias, Self.sum(docs.compactMap { Value.map($0.fields).value(at: field) })))
+            case .avg(let field):
+                let numbers = docs.compactMap { Value.map($0.fields).value(at: field) }.filter(\.isNumber)
+                if numbers.isEmpty {
+                    values.append((a.alias, .null))
+                } else {
+                    var total = 0.0
+                    for n in numbers {
+                        switch n {
+                        case .integer(let i): total += Double(i)
+                        case .double(let d): total += d
+                        default: break
+                        }
+                    }
+                    values.append((a.alias, .double(total / Double(numbers.count))))
+                }
+            }
+        }
+        return AggregationResult(values: values, readTime: result.readTime)
+    }
+
+    /// Firestore's sum: integers stay integers until one overflows; any double makes a double.
+    static func sum(_ values: [Value]) -> Value {
+        var intSum: Int64 = 0
+        var doubleSum = 0.0
+        var isDouble = false
+        for v in values {
+            switch v {
+            case .integer(let i):
+                if isDouble {
+                    doubleSum += Double(i)
+                } else {
+                    let (s, overflow) = intSum.addingReportingOverflow(i)
+                    if overflow {
+                        isDouble = true
+                        doubleSum = Double(intSum) + Double(i)
+                    } else {
+                        intSum = s
+                    }
+                }
+            case .double(let d):
+                if !isDouble {
+                    isDouble = true
+                    doubleSum = Double(intSum)
+                }
+                doubleSum += d
+            default: break
+            }
+        }
+        return isDouble ? .double(doubleSum) : .integer(intSum)
+    }
+
+    // MARK: Execution
+
+    func executeQuery(_ nq: NormalizedQuery, _ r: any DocumentReader, readTime: Timestamp?) throws -> [Document] {
+        if let readTime { return try executeAtReadTime(nq, r, readTime) }
+        let q = nq.query
+        let need = q.limit.map { q.offset + $0 }
+        if need == 0 { return [] }
+        let disjuncts = q.filter.map(DNF.expand) ?? [[]]
+        var docs: [Document]
+        if disjuncts.count == 1 {
+            docs = try scan(nq, disjuncts[0], r, need: need)
+        } else {
+            var byPath: [ResourcePath: Document] = [:]
+            for d in disjuncts {
+                for doc in try scan(nq, d, r, need: need) { byPath[doc.path] = doc }
+            }
+            docs = byPath.values.sorted { nq.compare($0, $1) < 0 }
+            if let need, docs.count > need { docs.removeLast(docs.count - need) }
+        }
+        if q.offset > 0 { docs = Array(docs.dropFirst(q.offset)) }
+        return docs
+    }
+
+    /// Reads at a past time: every document in scope now, plus those changed since, resolved
+    /// to their state at `readTime`.
+    func executeAtReadTime(_ nq: NormalizedQuery, _ r: any DocumentReader, _ readTime: Timestamp) throws -> [Document] {
+        let db = nq.database.database
+        var paths = Set<ResourcePath>()
+        try r.scanDocuments(db, scope(nq), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
+            paths.insert(doc.path)
+            return true
+        }
+        var docs: [Document] = []
+        for p in paths.union(try changedPaths(nq, r, since: readTime)) {
+            if let d = try r.document(db, p, at: readTime), nq.matches(d) { docs.append(d) }
+        }
+        docs.sort { nq.compare($0, $1) < 0 }
+        let q = nq.query
+        docs = Array(docs.dropFirst(q.offset))
+        if let l = q.limit, docs.count > l { docs.removeLast(docs.count - l) }
+        return docs
+    }
+
+    func changedPaths(_ nq: NormalizedQuery, _ r: any DocumentReader, since: Timestamp) throws -> [ResourcePath] {
+        guard let history = r as? any DocumentHistoryReader else { return [] }
+        return try history.pathsChanged(nq.database.database, since: since).filter { nq.inScope($0) }
+    }
+
+    func scope(_ nq: NormalizedQuery) -> IndexScope {
+        nq.query.allDescendants ? .group(nq.query.collectionId) : .collection(nq.query.collectionPath)
+    }
+
+    /// The plan for one conjunction: which index, which key prefix, which columns follow it.
+    struct Plan {
+        enum Source { case names, index(scope: String) }
+        var source: Source
+        var prefix: [UInt8]
+        /// The index's ordered columns after the prefix (field, stored descending), then the name.
+        var columns: [(FieldPath, Bool)]
+        var nameDescending: Bool
+        var reverse: Bool
+    }
+
+    /// Equality-like constraints of a conjunction: (field, value, isArrayContains).
+    static func equalities(_ conjunction: [Query.Filter]) -> [(FieldPath, Value, Bool)] {
+        var out: [(FieldPath, Value, Bool)] = []
+        for f in conjunction {
+            switch f {
+            case .field(let p, .equal, let v) where !p.isDocumentName && !v.isNaN:
+                if !out.contains(where: { $0.0 == p && !$0.2 }) { out.append((p, v, false)) }
+            case .unary(let p, .isNull):
+                if !out.contains(where: { $0.0 == p && !$0.2 }) { out.append((p, .null, false)) }
+            case .unary(let p, .isNaN):
+                if !out.contains(where: { $0.0 == p && !$0.2 }) { out.append((p, .double(.nan), false)) }
+            case .field(let p, .arrayContains, let v) where !v.isNaN:
+                if !out.contains(where: { $0.2 }) { out.append((p, v, true)) }
+            default: break
+            }
+        }
+        return out.sorted { $0.0 < $1.0 }
+    }
+
+    /// The composite index a conjunction needs, or nil when built-in indexes serve it.
+    func requiredIndex(_ nq: NormalizedQuery, _ conjunction: [Query.Filter]) -> [IndexDefinition.Field]? {
+        let eqs = Self.equalities(conjunction)
+        let orderFields = nq.orders.dropLast().filter { !$0.field.isDocumentName }
+        guard nq.orders.last?.field.isDocumentName == true, orderFields.count == nq.orders.count - 1 else { return nil }
+        if orderFields.isEmpty || (eqs.isEmpty && orderFields.count == 1) { return nil }
+        return eqs.map { IndexDefinition.Field($0.0, $0.2 ? .contains : .ascending) }
+            + orderFields.map { IndexDefinition.Field($0.field, $0.descending ? .descending : .ascending) }
+    }
+
+    /// Finds a composite index whose equality part matches as a set and whose order part
+    /// matches exactly (forward scan) or fully reversed (reverse scan).
+    func findIndex(_ db: String, _ nq: NormalizedQuery, _ required: [IndexDefinition.Field], eqCount: Int) -> (IndexDefinition, Bool)? {
+        for def in compositeIndexes(db)
+        where def.collectionGroup == nq.query.collectionId && def.groupScope == nq.query.allDescendants
+            && def.fields.count == required.count
+        {
+            let eqPart = Set(def.fields.prefix(eqCount).map { $0.mode == .descending ? IndexDefinition.Field($0.path, .ascending) : $0 })
+            guard eqPart == Set(required.prefix(eqCount)) else { continue }
+            let have = Array(def.fields.dropFirst(eqCount)), want = Array(required.dropFirst(eqCount))
+            if have == want { return (def, false) }
+            let flipped = want.map { IndexDefinition.Field($0.path, $0.mode == .ascending ? .descending : .ascending) }
+            if have == flipped { return (def, true) }
+        }
+        return nil
+    }
+
+    /// Creates (or, with strict indexes, demands) the composite indexes a query needs.
+    func ensureIndexes(for nq: NormalizedQuery) async throws {
+        let db = nq.database.database
+        let disjuncts = nq.query.filter.map(DNF.expand) ?? [[]]
+        for d in disjuncts {
+            guard let required = requiredIndex(nq, d) else { continue }
+            let eqCount = Self.equalities(d).count
+            if findIndex(db, nq, required, eqCount: eqCount) != nil { continue }
+            let proposed = IndexDefinition(
+                id: 0, database: db, collectionGroup: nq.query.collectionId, groupScope: nq.query.allDescendants,
+                fields: required, automatic: true)
+            if configuration.strictIndexes {
+                throw HearthError.failedPrecondition(
+                    "The query requires an index. Declare it in firestore.indexes.json: \(proposed.summary)")
+            }
+            try await createIndex(proposed)
+        }
+    }
+
+    /// Adds a composite index and back-fills its entries from the existing documents.
+    public func createIndex(_ proposed: IndexDefinition) async throws {
+        let db = proposed.database
+        let created: IndexDefinition? = try await store.write { [self] w in
+            let existing = try w.indexDefinitions()
+            if existing.contains(where: { $0.database == db && $0.collectionGroup == proposed.collectionGroup && $0.groupScope == proposed.groupScope && $0.fields == proposed.fields }) {
+                return nil
+            }
+            var def = proposed
+            def.id = (existing.map(\.id).max() ?? 15) + 1
+            try w.saveIndexDefinition(def)
+            var batch: [IndexEntry] = []
+            try w.scanDocuments(db, .group(def.collectionGroup), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
+                batch += IndexEntries.composite(doc, def)
+                if batch.count >= 1000 {
+                    try w.insertIndexEntries(db, batch)
+                    batch.removeAll(keepingCapacity: true)
+                }
+                return true
+            }
+            try w.insertIndexEntries(db, batch)
+            self.indexes.withLock { $0[db, default: []].append(def) }
+            return def
+        }
+        if let created {
+            logger.notice("created composite index", metadata: ["index": "\(created.summary)", "automatic": "\(created.automatic)"])
+        } else {
+            // Another writer created it first; refresh the cache from storage.
+            let defs = try await store.read { r in try r.indexDefinitions() }
+            indexes.withLock { $0 = Dictionary(grouping: defs, by: \.database) }
+        }
+    }
+
+    func plan(_ nq: NormalizedQuery, _ conjunction: [Query.Filter]) -> Plan? {
+        let db = nq.database.database
+        let scopeKey = scope(nq).key
+        let eqs = Self.equalities(conjunction)
+        guard nq.orders.last?.field.isDocumentName == true else { return nil }
+        let orderFields = nq.orders.dropLast()
+        guard !orderFields.contains(where: { $0.field.isDocumentName }) else { return nil }
+        let nameDesc = nq.orders.last!.descending
+        if orderFields.isEmpty {
+            if eqs.isEmpty {
+                return Plan(source: .names, prefix: [], columns: [], nameDescending: false, reverse: nameDesc)
+            }
+            // One equality (preferring a plain one) from the built-in single-field index.
+            let eq = eqs.first(where: { !$0.2 }) ?? eqs[0]
+            var prefix = IndexEntries.singleFieldPrefix(eq.2 ? IndexDefinition.singleFieldContains : IndexDefinition.singleFieldAscending, eq.0)
+            IndexKey.append(eq.1, to: &prefix)
+            return Plan(source: .index(scope: scopeKey), prefix: prefix, columns: [], nameDescending: false, reverse: nameDesc)
+        }
+        if eqs.isEmpty && orderFields.count == 1 {
+            let o = orderFields.first!
+            // The single-field index stores the name ascending; a mixed direction needs a sort.
+            guard o.descending == nameDesc else { return nil }
+            return Plan(
+                source: .index(scope: scopeKey), prefix: IndexEntries.singleFieldPrefix(IndexDefinition.singleFieldAscending, o.field),
+                columns: [(o.field, false)], nameDescending: false, reverse: o.descending)
+        }
+        guard let required = requiredIndex(nq, conjunction), let (def, reverse) = findIndex(db, nq, required, eqCount: eqs.count) else {
+            return nil
+        }
+        var prefix = IndexEntries.prefix(def.id)
+        for f in def.fields.prefix(eqs.count) {
+            guard let eq = eqs.first(where: { $0.0 == f.path && ($0.2 == (f.mode == .contains)) }) else { return nil }
+            IndexKey.append(eq.1, descending: f.mode == .descending, to: &prefix)
+        }
+        let columns = def.fields.dropFirst(eqs.count).map { ($0.path, $0.mode == .descending) }
+        let scope = def.groupScope ? IndexScope.group(def.collectionGroup).key : IndexScope.collection(nq.query.collectionPath).key
+        return Plan(source: .index(scope: scope), prefix: prefix, columns: columns, nameDescending: def.fields.last?.mode == .descending, reverse: reverse)
+    }
+
+    /// Runs one conjunction: an index scan when a plan exists, else a scan of the scope by name
+    /// with an in-memory sort (correct, but its cost follows the collection).
+    func scan(_ nq: NormalizedQuery, _ conjunction: [Query.Filter], _ r: any DocumentReader, need: Int?) throws -> [Document] {
+        let db = nq.database.database
+        var out: [Document] = []
+        guard let plan = plan(nq, conjunction) else {
+            try r.scanDocuments(db, scope(nq), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
+                if nq.matches(doc) { out.append(doc) }
+                return true
+            }
+            out.sort { nq.compare($0, $1) < 0 }
+            if let need, out.count > need { out.removeLast(out.count - need) }
+            return out
+        }
+        let range = keyRange(plan, nq, conjunction)
+        if range.isEmpty { return [] }
+        let visit: (Document) throws -> Bool = { doc in
+            if nq.matches(doc) { out.append(doc) }
+            return need.map { out.count < $0 } ?? true
+        }
+        switch plan.source {
+        case .names:
+            try r.scanDocuments(db, scope(nq), range, reverse: plan.reverse, visit)
+        case .index(let scopeKey):
+            try r.scanIndex(db, scope: scopeKey, range, reverse: plan.reverse) { entry in
+                guard let doc = try r.document(db, ResourcePath(parsing: entry.document)) else { return true }
+                return try visit(doc)
+            }
+        }
+        return out
+    }
+
+    // MARK: Key ranges
+
+    /// The key range a plan scans: the prefix, narrowed by inequalities on the first column
+    /// and by the cursors.
+    func keyRange(_ plan: Plan, _ nq: NormalizedQuery, _ conjunction: [Query.Filter]) -> KeyRange {
+        var lower = plan.prefix
+        var upper = IndexKey.successor(ofPrefix: plan.prefix)
+        func raiseLower(_ k: [UInt8]) { if lower.lexicographicallyPrecedes(k) { lower = k } }
+        func lowerUpper(_ k: [UInt8]?) {
+            guard let k else { return }
+            if let u = upper { if k.lexicographicallyPrecedes(u) { upper = k } } else { upper = k }
+        }
+        if let (field, desc) = plan.columns.first {
+            for f in conjunction {
+                guard case .field(let p, let op, let v) = f, p == field, !v.isNaN else { continue }
+                var k = plan.prefix
+                IndexKey.append(v, descending: desc, to: &k)
+                let typeRange = Self.typeRange(v, desc: desc, prefix: plan.prefix)
+                // In stored-key terms, "greater" values lie above when ascending, below when descending.
+                let greater: Bool
+                let inclusive: Bool
+                switch op {
+                case .greaterThan: (greater, inclusive) = (true, false)
+                case .greaterThanOrEqual: (greater, inclusive) = (true, true)
+                case .lessThan: (greater, inclusive) = (false, false)
+                case .lessThanOrEqual: (greater, inclusive) = (false, true)
+                default: continue
+                }
+                let above = greater != desc
+                if above {
+                    raiseLower(inclusive ? k : (IndexKey.successor(ofPrefix: k) ?? k))
+                    lowerUpper(typeRange.upper)
+                } else {
+                    lowerUpper(inclusive ? IndexKey.successor(ofPrefix: k) : k)
+                    if let l = typeRange.lower { raiseLower(l) }
+                }
+            }
+        } else if case .names = plan.source {
+            // __name__ inequalities bound a name scan.
+            for f in conjunction {
+                guard case .field(let p, let op, .reference(let name)) = f, p.isDocumentName,
+                      let path = try? nq.database.path(fromName: name)
+                else { continue }
+                let k = IndexKey.encodePath(path)
+                switch op {
+                case .greaterThan: raiseLower(IndexKey.successor(ofPrefix: k) ?? k)
+                case .greaterThanOrEqual: raiseLower(k)
+                case .lessThan: lowerUpper(k)
+                case .lessThanOrEqual: lowerUpper(IndexKey.successor(ofPrefix: k))
+                default: continue
+                }
+            }
+        }
+        for (cursor, isStart) in [(nq.query.startAt, true), (nq.query.endAt, false)] {
+            guard let cursor, let k = cursorKey(plan, nq, cursor) else { continue }
+            let succ = IndexKey.successor(ofPrefix: k)
+            // In scan direction: a start cursor bounds the low end of a forward scan.
+            let boundsLow = isStart != plan.reverse
+            if boundsLow {
+                let includeAt = isStart ? cursor.before : !cursor.before
+                raiseLower(includeAt ? k : (succ ?? k))
+            } else {
+                let includeAt = isStart ? cursor.before : !cursor.before
+                lowerUpper(includeAt ? succ : k)
+            }
+        }
+        return KeyRange(lower: lower, upper: upper)
+    }
+
+    /// The stored key of a cursor position: the prefix, then its values as the index stores them.
+    func cursorKey(_ plan: Plan, _ nq: NormalizedQuery, _ cursor: Query.Cursor) -> [UInt8]? {
+        var k = plan.prefix
+        for (i, v) in cursor.values.enumerated() {
+            if i < plan.columns.count {
+                IndexKey.append(v, descending: plan.columns[i].1, to: &k)
+            } else {
+                guard case .reference(let name) = v, let path = try? nq.database.path(fromName: name) else { return nil }
+                IndexKey.appendPath(path, descending: plan.nameDescending, to: &k)
+            }
+        }
+        return k
+    }
+
+    /// The key range holding every value of the same type as `v` (numbers include NaN).
+    static func typeRange(_ v: Value, desc: Bool, prefix: [UInt8]) -> KeyRange {
+        let (lo, hi) = IndexKey.tagRange(of: v.typeOrder)
+        if desc { return KeyRange(lower: prefix + [~hi], upper: prefix + [~lo + 1]) }
+        return KeyRange(lower: prefix + [lo], upper: prefix + [hi + 1])
+    }
+}
+
+/// Optional capability of readers that keep version history.
+public protocol DocumentHistoryReader {
+    func pathsChanged(_ database: String, since: Timestamp) throws -> [ResourcePath]
+}

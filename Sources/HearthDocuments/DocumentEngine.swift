@@ -1,0 +1,261 @@
+public import HearthCore
+public import Logging
+import Synchronization
+import Foundation
+
+/// How a read chooses its snapshot.
+public enum ReadConsistency: Sendable, Equatable {
+    case latest
+    case transaction(TransactionID)
+    case readTime(Timestamp)
+}
+
+/// The document engine: the single write path (validate, preconditions, transforms, commit)
+/// and every read, over any ``DocumentStore``. Knows nothing of HTTP or gRPC.
+public final class DocumentEngine: Sendable {
+    public struct Configuration: Sendable {
+        /// Fail queries that need a composite index that was not declared (Firestore's behaviour).
+        public var strictIndexes: Bool
+        /// How long old document versions are kept for reads at a past time.
+        public var historyRetention: Int64
+        public var transactionTimeout: Int64
+        public var transactionIdleTimeout: Int64
+
+        public init(strictIndexes: Bool = false) {
+            self.strictIndexes = strictIndexes
+            historyRetention = 3_600_000_000
+            transactionTimeout = 270_000_000
+            transactionIdleTimeout = 60_000_000
+        }
+    }
+
+    public let store: any DocumentStore
+    public let configuration: Configuration
+    public let clock: CommitClock
+    let logger: Logger
+    let indexes: Mutex<[String: [IndexDefinition]]>
+    let transactions: Mutex<TransactionTable>
+
+    public init(store: any DocumentStore, configuration: Configuration = .init(), logger: Logger = Logger(label: "hearth.documents")) async throws {
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+        let (last, defs) = try await store.read { r in (try r.lastCommitTime(), try r.indexDefinitions()) }
+        clock = CommitClock(after: last)
+        indexes = Mutex(Dictionary(grouping: defs, by: \.database))
+        transactions = Mutex(TransactionTable())
+    }
+
+    func compositeIndexes(_ database: String) -> [IndexDefinition] {
+        indexes.withLock { $0[database] ?? [] }
+    }
+
+    // MARK: Reads
+
+    /// One document (nil if missing) and the read time of the snapshot.
+    public func get(
+        _ database: DatabaseName, _ path: ResourcePath, mask: [FieldPath]? = nil, consistency: ReadConsistency = .latest
+    ) async throws -> (Document?, Timestamp) {
+        let results = try await batchGet(database, [path], mask: mask, consistency: consistency)
+        return (results.documents[0], results.readTime)
+    }
+
+    public struct BatchGetResult: Sendable {
+        public var documents: [Document?]
+        public var readTime: Timestamp
+    }
+
+    public func batchGet(
+        _ database: DatabaseName, _ paths: [ResourcePath], mask: [FieldPath]? = nil, consistency: ReadConsistency = .latest
+    ) async throws -> BatchGetResult {
+        for p in paths {
+            try p.validate()
+            guard p.isDocument else { throw HearthError.invalidArgument("\"\(p.text)\" is not a document path.") }
+        }
+        let (readTime, txn) = try snapshot(for: consistency, database: database)
+        let db = database.database
+        let docs = try await store.read { r in
+            try paths.map { p in try readTime.map { try r.document(db, p, at: $0) } ?? r.document(db, p) }
+        }
+        if let txn { recordReads(txn, zip(paths, docs).map { ($0, $1?.updateTime) }) }
+        return BatchGetResult(documents: docs.map { $0?.masked(mask) }, readTime: readTime ?? clock.current())
+    }
+
+    /// The snapshot time to read at (nil = latest) and the read-write transaction to record reads in.
+    func snapshot(for consistency: ReadConsistency, database: DatabaseName) throws(HearthError) -> (Timestamp?, TransactionID?) {
+        switch consistency {
+        case .latest: return (nil, nil)
+        case .readTime(let t):
+            try checkReadTime(t)
+            return (t, nil)
+        case .transaction(let id):
+            let txn = try transaction(id, database: database)
+            if txn.readOnly { return (txn.readTime, nil) }
+            return (nil, id)
+        }
+    }
+
+    func checkReadTime(_ t: Timestamp) throws(HearthError) {
+        guard t.isValid else { throw .invalidArgument("read_time is not a valid timestamp.") }
+        let now = clock.current()
+        if t.microseconds < now.microseconds - configuration.historyRetention {
+            throw .failedPrecondition("read_time is older than the oldest allowed read time (1 hour).")
+        }
+        if t.microseconds > now.microseconds + 1_000_000 {
+            throw .invalidArgument("read_time cannot be in the future.")
+        }
+    }
+
+    // MARK: Writes
+
+    /// Commits writes atomically (and, with a transaction, only if its reads still hold).
+    public func commit(_ database: DatabaseName, _ writes: [Write], transaction: TransactionID? = nil) async throws -> CommitResult {
+        if writes.count > DocumentLimits.maxWritesPerCommit {
+            throw HearthError.invalidArgument("A maximum of 500 entities can be modified in a commit.")
+        }
+        for w in writes { try validate(w) }
+        var pending: TransactionCheck?
+        if let transaction {
+            let txn = try takeTransaction(transaction, database: database)
+            if txn.readOnly && !writes.isEmpty {
+                throw HearthError.invalidArgument("Cannot modify entities in a read-only transaction.")
+            }
+            pending = TransactionCheck(reads: txn.reads, queries: txn.queries)
+        }
+        let check = pending
+        let result = try await store.write { [self] w in
+            if let check { try self.verify(check, database, w) }
+            let time = self.clock.next()
+            var overlay: [ResourcePath: Document?] = [:]
+            var results: [WriteResult] = []
+            for write in writes { results.append(try self.apply(write, database, time, w, &overlay)) }
+            try w.setLastCommitTime(time)
+            return CommitResult(commitTime: time, writeResults: results)
+        }
+        return result
+    }
+
+    /// Applies writes independently (non-atomic): each succeeds or fails on its own.
+    public func batchWrite(_ database: DatabaseName, _ writes: [Write]) async throws -> (outcomes: [BatchWriteOutcome], commitTime: Timestamp) {
+        if writes.count > DocumentLimits.maxWritesPerCommit {
+            throw HearthError.invalidArgument("A maximum of 500 entities can be modified in a commit.")
+        }
+        return try await store.write { [self] w in
+            let time = self.clock.next()
+            var outcomes: [BatchWriteOutcome] = []
+            for write in writes {
+                do {
+                    try self.validate(write)
+                    var overlay: [ResourcePath: Document?] = [:]
+                    outcomes.append(.success(try self.apply(write, database, time, w, &overlay)))
+                } catch let e as HearthError {
+                    outcomes.append(.failure(e))
+                }
+            }
+            try w.setLastCommitTime(time)
+            return (outcomes, time)
+        }
+    }
+
+    func validate(_ write: Write) throws(HearthError) {
+        try write.path.validate()
+        guard write.path.isDocument else {
+            throw .invalidArgument("Document name \"\(write.path.text)\" has odd number of segments, expected a document path.")
+        }
+        if case .update(let fields, let mask) = write.kind {
+            try DocumentLimits.validate(path: write.path, fields: fields)
+            if let mask {
+                for p in mask where p.isDocumentName { throw .invalidArgument("Update mask cannot contain __name__.") }
+            }
+        }
+        var seen = Set<FieldPath>()
+        for t in write.transforms {
+            try Transforms.validate(t)
+            if !seen.insert(t.field).inserted {
+                throw .invalidArgument("Field transforms cannot contain the same field path twice (\(t.field.canonical)).")
+            }
+        }
+        if case .update(_, let mask?) = write.kind {
+            for t in write.transforms where mask.contains(where: { $0.isPrefix(of: t.field) || t.field.isPrefix(of: $0) }) {
+                throw .invalidArgument("Cannot have both a field transform and an update on field \(t.field.canonical).")
+            }
+        }
+    }
+
+    /// One write inside a commit: preconditions, the update, transforms, limits, indexes.
+    func apply(
+        _ write: Write, _ database: DatabaseName, _ time: Timestamp, _ w: any DocumentWriter,
+        _ overlay: inout [ResourcePath: Document?]
+    ) throws -> WriteResult {
+        let db = database.database
+        let current: Document? = try overlay[write.path] ?? w.document(db, write.path)
+        let name = database.name(of: write.path)
+        switch write.precondition {
+        case .exists(true)?:
+            if current == nil {
+                throw HearthError(.notFound, "No document to update: \(name)")
+            }
+        case .exists(false)?:
+            if current != nil { throw HearthError(.alreadyExists, "Document already exists: \(name)") }
+        case .updateTime(let t)?:
+            if current?.updateTime != t {
+                throw HearthError(.failedPrecondition, "The document was updated after the given update time (\(name)).")
+            }
+        case nil: break
+        }
+        var fields: [String: Value]
+        switch write.kind {
+        case .delete:
+            if let current {
+                try w.delete(db, write.path, oldEntries: IndexEntries.all(current, compositeIndexes(db)))
+                try w.recordHistory(db, write.path, previous: current, until: time)
+            }
+            overlay[write.path] = .some(nil)
+            return WriteResult(updateTime: nil, transformResults: [])
+        case .update(let newFields, nil):
+            fields = newFields
+        case .update(let newFields, let mask?):
+            fields = current?.fields ?? [:]
+            let source = Value.map(newFields)
+            for p in mask {
+                if let v = source.value(at: p) { FieldMask.set(&fields, p.segments[...], v) } else { FieldMask.remove(&fields, p.segments[...]) }
+            }
+        case .transform:
+            fields = current?.fields ?? [:]
+        }
+        var transformResults: [Value] = []
+        for t in write.transforms {
+            let (value, result) = Transforms.apply(t.operation, to: Value.map(fields).value(at: t.field), commitTime: time)
+            FieldMask.set(&fields, t.field.segments[...], value)
+            transformResults.append(result)
+        }
+        try DocumentLimits.validate(path: write.path, fields: fields)
+        if let current, Value.identical(current.fields, fields) {
+            return WriteResult(updateTime: current.updateTime, transformResults: transformResults)
+        }
+        let doc = Document(path: write.path, fields: fields, createTime: current?.createTime ?? time, updateTime: time)
+        let defs = compositeIndexes(db)
+        try w.put(db, doc, entries: IndexEntries.all(doc, defs), oldEntries: current.map { IndexEntries.all($0, defs) } ?? [])
+        try w.recordHistory(db, write.path, previous: current, until: time)
+        overlay[write.path] = .some(doc)
+        return WriteResult(updateTime: time, transformResults: transformResults)
+    }
+
+    /// Removes every document of a database (the emulator's clear endpoint).
+    public func clear(_ database: DatabaseName) async throws {
+        let db = database.database
+        try await store.write { w in try w.clearDatabase(db) }
+        transactions.withLock { $0.removeAll(database: database) }
+    }
+
+    // MARK: Collections
+
+    public func listCollectionIds(_ database: DatabaseName, parent: ResourcePath, consistency: ReadConsistency = .latest) async throws -> [String] {
+        try parent.validate()
+        guard parent.isRoot || parent.isDocument else {
+            throw HearthError.invalidArgument("Parent \"\(parent.text)\" must be a document or the database root.")
+        }
+        let db = database.database
+        return try await store.read { r in try r.collectionIds(db, parent: parent) }
+    }
+}

@@ -1,0 +1,207 @@
+import GRDB
+import HearthCore
+import HearthDocuments
+import Foundation
+
+/// Reader and writer over one GRDB connection, inside a read or write transaction.
+/// All SQL uses bound parameters; statements are cached per connection.
+struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
+    let db: Database
+
+    static func data(_ bytes: [UInt8]) -> Data { Data(bytes) }
+
+    func decodeDocument(path: ResourcePath, data: Data, create: Int64, update: Int64) throws -> Document {
+        Document(
+            path: path, fields: try ValueCodec.decode(Array(data)),
+            createTime: Timestamp(microseconds: create), updateTime: Timestamp(microseconds: update))
+    }
+
+    func document(_ database: String, _ path: ResourcePath) throws -> Document? {
+        let stmt = try db.cachedStatement(sql: "SELECT data, create_us, update_us FROM documents WHERE db = ? AND path = ?")
+        guard let row = try Row.fetchOne(stmt, arguments: [database, path.text]) else { return nil }
+        return try decodeDocument(path: path, data: row[0], create: row[1], update: row[2])
+    }
+
+    func document(_ database: String, _ path: ResourcePath, at time: Timestamp) throws -> Document? {
+        let stmt = try db.cachedStatement(
+            sql: "SELECT data, create_us, update_us FROM history WHERE db = ? AND path = ? AND until_us > ? ORDER BY until_us LIMIT 1")
+        if let row = try Row.fetchOne(stmt, arguments: [database, path.text, time.microseconds]) {
+            guard let data: Data = row[0] else { return nil }
+            return try decodeDocument(path: path, data: data, create: row[1], update: row[2])
+        }
+        return try document(database, path)
+    }
+
+    func pathsChanged(_ database: String, since: Timestamp) throws -> [ResourcePath] {
+        let stmt = try db.cachedStatement(sql: "SELECT DISTINCT path FROM history WHERE db = ? AND until_us > ?")
+        return try String.fetchAll(stmt, arguments: [database, since.microseconds]).map(ResourcePath.init(parsing:))
+    }
+
+    static func rangeSQL(_ range: KeyRange, column: String) -> String {
+        var sql = ""
+        if range.lower != nil { sql += " AND \(column) >= ?" }
+        if range.upper != nil { sql += " AND \(column) < ?" }
+        return sql
+    }
+
+    static func rangeArguments(_ range: KeyRange) -> [any DatabaseValueConvertible] {
+        var args: [any DatabaseValueConvertible] = []
+        if let l = range.lower { args.append(data(l)) }
+        if let u = range.upper { args.append(data(u)) }
+        return args
+    }
+
+    func scanDocuments(
+        _ database: String, _ scope: IndexScope, _ range: KeyRange, reverse: Bool, _ visit: (Document) throws -> Bool
+    ) throws {
+        let (column, value): (String, String)
+        switch scope {
+        case .collection(let p): (column, value) = ("parent", p.text)
+        case .group(let id): (column, value) = ("collection_id", id)
+        }
+        // `column` is one of two constants above, never user input.
+        let sql = "SELECT path, data, create_us, update_us FROM documents WHERE db = ? AND \(column) = ?"
+            + Self.rangeSQL(range, column: "name_key") + " ORDER BY name_key" + (reverse ? " DESC" : "")
+        let stmt = try db.cachedStatement(sql: sql)
+        let args: [any DatabaseValueConvertible] = [database, value] + Self.rangeArguments(range)
+        let rows = try Row.fetchCursor(stmt, arguments: StatementArguments(args))
+        while let row = try rows.next() {
+            let doc = try decodeDocument(path: ResourcePath(parsing: row[0]), data: row[1], create: row[2], update: row[3])
+            if try !visit(doc) { return }
+        }
+    }
+
+    func scanIndex(_ database: String, scope: String, _ range: KeyRange, reverse: Bool, _ visit: (IndexEntry) throws -> Bool) throws {
+        let sql = "SELECT key, doc FROM index_entries WHERE db = ? AND scope = ?" + Self.rangeSQL(range, column: "key")
+            + " ORDER BY key" + (reverse ? " DESC" : "")
+        let stmt = try db.cachedStatement(sql: sql)
+        let args: [any DatabaseValueConvertible] = [database, scope] + Self.rangeArguments(range)
+        let rows = try Row.fetchCursor(stmt, arguments: StatementArguments(args))
+        while let row = try rows.next() {
+            let key: Data = row[0]
+            if try !visit(IndexEntry(scope: scope, key: Array(key), document: row[1])) { return }
+        }
+    }
+
+    /// Skip-scan over paths: each step finds the next collection id under `parent`.
+    func collectionIds(_ database: String, parent: ResourcePath) throws -> [String] {
+        let prefix = parent.isRoot ? "" : parent.text + "/"
+        let end = parent.isRoot ? nil : parent.text + "0"  // '0' follows '/'
+        var lower = prefix
+        var ids: [String] = []
+        let sqlBounded = "SELECT path FROM documents WHERE db = ? AND path >= ? AND path < ? ORDER BY path LIMIT 1"
+        let sqlOpen = "SELECT path FROM documents WHERE db = ? AND path >= ? ORDER BY path LIMIT 1"
+        while true {
+            let path: String?
+            if let end {
+                path = try String.fetchOne(db.cachedStatement(sql: sqlBounded), arguments: [database, lower, end])
+            } else {
+                path = try String.fetchOne(db.cachedStatement(sql: sqlOpen), arguments: [database, lower])
+            }
+            guard let path, path.hasPrefix(prefix) else { break }
+            let rest = path.dropFirst(prefix.count)
+            guard let slash = rest.firstIndex(of: "/") else { break }
+            let id = String(rest[..<slash])
+            ids.append(id)
+            lower = prefix + id + "0"
+        }
+        return ids.sorted { ValueOrdering.compareUTF8($0, $1) < 0 }
+    }
+
+    func hasDescendants(_ database: String, _ path: ResourcePath) throws -> Bool {
+        let stmt = try db.cachedStatement(sql: "SELECT 1 FROM documents WHERE db = ? AND path > ? AND path < ? LIMIT 1")
+        return try Bool.fetchOne(stmt, arguments: [database, path.text + "/", path.text + "0"]) != nil
+    }
+
+    func descendantParents(_ database: String, collection: ResourcePath) throws -> [ResourcePath] {
+        let stmt = try db.cachedStatement(sql: "SELECT path FROM documents WHERE db = ? AND path > ? AND path < ?")
+        var out = Set<ResourcePath>()
+        let depth = collection.segments.count + 1
+        for p in try String.fetchAll(stmt, arguments: [database, collection.text + "/", collection.text + "0"]) {
+            let path = ResourcePath(parsing: p)
+            if path.segments.count > depth + 1 { out.insert(ResourcePath(Array(path.segments.prefix(depth)))) }
+        }
+        return Array(out)
+    }
+
+    func indexDefinitions() throws -> [IndexDefinition] {
+        let decoder = JSONDecoder()
+        return try String.fetchAll(db, sql: "SELECT definition FROM index_definitions ORDER BY id").map {
+            try decoder.decode(IndexDefinition.self, from: Data($0.utf8))
+        }
+    }
+
+    func lastCommitTime() throws -> Timestamp? {
+        try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'last_commit_us'").map { Timestamp(microseconds: $0) }
+    }
+
+    // MARK: Writer
+
+    func put(_ database: String, _ document: Document, entries: [IndexEntry], oldEntries: [IndexEntry]) throws {
+        let old = Set(oldEntries)
+        let new = Set(entries)
+        try deleteEntries(database, old.subtracting(new))
+        try insertEntries(database, new.subtracting(old))
+        let stmt = try db.cachedStatement(
+            sql: """
+                INSERT INTO documents(db, path, parent, collection_id, name_key, data, create_us, update_us)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(db, path) DO UPDATE SET data = excluded.data, update_us = excluded.update_us
+                """)
+        try stmt.execute(arguments: [
+            database, document.path.text, document.path.parent.text, document.path.collectionId,
+            Self.data(IndexKey.encodePath(document.path)), Self.data(ValueCodec.encode(document.fields)),
+            document.createTime.microseconds, document.updateTime.microseconds,
+        ])
+    }
+
+    func delete(_ database: String, _ path: ResourcePath, oldEntries: [IndexEntry]) throws {
+        try deleteEntries(database, Set(oldEntries))
+        try db.cachedStatement(sql: "DELETE FROM documents WHERE db = ? AND path = ?").execute(arguments: [database, path.text])
+    }
+
+    func deleteEntries(_ database: String, _ entries: Set<IndexEntry>) throws {
+        guard !entries.isEmpty else { return }
+        let stmt = try db.cachedStatement(sql: "DELETE FROM index_entries WHERE db = ? AND scope = ? AND key = ?")
+        for e in entries { try stmt.execute(arguments: [database, e.scope, Self.data(e.key)]) }
+    }
+
+    func insertEntries<S: Sequence>(_ database: String, _ entries: S) throws where S.Element == IndexEntry {
+        let stmt = try db.cachedStatement(sql: "INSERT OR REPLACE INTO index_entries(db, scope, key, doc) VALUES (?, ?, ?, ?)")
+        for e in entries { try stmt.execute(arguments: [database, e.scope, Self.data(e.key), e.document]) }
+    }
+
+    func insertIndexEntries(_ database: String, _ entries: [IndexEntry]) throws {
+        try insertEntries(database, entries)
+    }
+
+    func recordHistory(_ database: String, _ path: ResourcePath, previous: Document?, until: Timestamp) throws {
+        let stmt = try db.cachedStatement(
+            sql: "INSERT OR REPLACE INTO history(db, path, until_us, data, create_us, update_us) VALUES (?, ?, ?, ?, ?, ?)")
+        try stmt.execute(arguments: [
+            database, path.text, until.microseconds, previous.map { Self.data(ValueCodec.encode($0.fields)) },
+            previous?.createTime.microseconds, previous?.updateTime.microseconds,
+        ])
+    }
+
+    func saveIndexDefinition(_ definition: IndexDefinition) throws {
+        let json = String(decoding: try JSONEncoder().encode(definition), as: UTF8.self)
+        try db.execute(sql: "INSERT INTO index_definitions(id, definition) VALUES (?, ?)", arguments: [Int64(definition.id), json])
+    }
+
+    func setLastCommitTime(_ time: Timestamp) throws {
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES ('last_commit_us', ?)")
+            .execute(arguments: [time.microseconds])
+    }
+
+    func clearDatabase(_ database: String) throws {
+        for table in ["documents", "index_entries", "history"] {
+            // Table names are constants.
+            try db.execute(sql: "DELETE FROM \(table) WHERE db = ?", arguments: [database])
+        }
+    }
+
+    func databases() throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT DISTINCT db FROM documents")
+    }
+}

@@ -1,0 +1,146 @@
+public import GRDB
+import HearthCore
+public import HearthDocuments
+import Foundation
+import Synchronization
+
+/// The embedded persistence: one SQLite database (WAL, `synchronous=FULL`) behind the
+/// engine's ``DocumentStore`` protocol.
+///
+/// Writes are group-committed: concurrent callers queue their write bodies, one writer runs
+/// as many as are waiting inside a single SQLite transaction (each in its own savepoint, so a
+/// failing body changes nothing), commits once — one fsync — and only then answers them all.
+public final class SQLiteDocumentStore: DocumentStore, Sendable {
+    public let writer: any DatabaseWriter
+    private let queue = DispatchQueue(label: "hearth.sqlite.writer", qos: .userInitiated)
+    private let pending = Mutex<PendingWrites>(PendingWrites())
+    private let historyRetentionMicros: Int64
+
+    struct PendingWrites {
+        var jobs: [WriteJob] = []
+        var draining = false
+        var commits = 0
+    }
+
+    struct WriteJob: Sendable {
+        /// Runs the body inside a savepoint; returns how to answer the caller once the commit is known.
+        let run: @Sendable (Database) -> @Sendable ((any Error)?) -> Void
+        /// Answers the caller when the job never ran (the transaction could not start).
+        let fail: @Sendable (any Error) -> Void
+    }
+
+    /// Opens (creating if needed) the database file at `path`.
+    public convenience init(path: String, historyRetentionMicros: Int64 = 3_600_000_000) throws {
+        var config = Configuration()
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        config.busyMode = .timeout(10)
+        config.maximumReaderCount = 8
+        let pool = try DatabasePool(path: path, configuration: config)
+        try self.init(writer: pool, historyRetentionMicros: historyRetentionMicros)
+    }
+
+    /// An in-memory database (tests).
+    public static func inMemory() throws -> SQLiteDocumentStore {
+        try SQLiteDocumentStore(writer: DatabaseQueue(), historyRetentionMicros: 3_600_000_000)
+    }
+
+    public init(writer: any DatabaseWriter, historyRetentionMicros: Int64 = 3_600_000_000) throws {
+        self.writer = writer
+        self.historyRetentionMicros = historyRetentionMicros
+        try Self.migrator.migrate(writer)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("documents-v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE documents(
+                      db TEXT NOT NULL, path TEXT NOT NULL, parent TEXT NOT NULL, collection_id TEXT NOT NULL,
+                      name_key BLOB NOT NULL, data BLOB NOT NULL, create_us INTEGER NOT NULL, update_us INTEGER NOT NULL,
+                      PRIMARY KEY(db, path)) WITHOUT ROWID;
+                    CREATE INDEX documents_by_parent ON documents(db, parent, name_key);
+                    CREATE INDEX documents_by_group ON documents(db, collection_id, name_key);
+                    CREATE TABLE index_entries(
+                      db TEXT NOT NULL, scope TEXT NOT NULL, key BLOB NOT NULL, doc TEXT NOT NULL,
+                      PRIMARY KEY(db, scope, key)) WITHOUT ROWID;
+                    CREATE TABLE history(
+                      db TEXT NOT NULL, path TEXT NOT NULL, until_us INTEGER NOT NULL, data BLOB,
+                      create_us INTEGER, update_us INTEGER,
+                      PRIMARY KEY(db, path, until_us)) WITHOUT ROWID;
+                    CREATE INDEX history_by_time ON history(until_us);
+                    CREATE TABLE index_definitions(id INTEGER PRIMARY KEY, definition TEXT NOT NULL);
+                    CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+                    """)
+        }
+        return m
+    }
+
+    // MARK: DocumentStore
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any DocumentReader) throws -> T) async throws -> T {
+        try await writer.read { db in try body(SQLiteAccess(db: db)) }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any DocumentWriter) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let job = WriteJob(run: { db in
+                do {
+                    var value: T?
+                    try db.inSavepoint {
+                        value = try body(SQLiteAccess(db: db))
+                        return .commit
+                    }
+                    let result = value!
+                    return { error in
+                        if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: result) }
+                    }
+                } catch {
+                    return { _ in continuation.resume(throwing: error) }
+                }
+            }, fail: { continuation.resume(throwing: $0) })
+            let start = pending.withLock { state -> Bool in
+                state.jobs.append(job)
+                if state.draining { return false }
+                state.draining = true
+                return true
+            }
+            if start { queue.async { self.drain() } }
+        }
+    }
+
+    /// The writer loop: takes every waiting job, commits them together, answers them.
+    private func drain() {
+        while true {
+            let (jobs, commits) = pending.withLock { state -> ([WriteJob], Int) in
+                let jobs = state.jobs
+                state.jobs = []
+                if jobs.isEmpty { state.draining = false }
+                state.commits += 1
+                return (jobs, state.commits)
+            }
+            if jobs.isEmpty { return }
+            var finishers: [@Sendable ((any Error)?) -> Void] = []
+            finishers.reserveCapacity(jobs.count)
+            let retention = historyRetentionMicros
+            do {
+                try writer.writeWithoutTransaction { db in
+                    try db.inTransaction(.immediate) {
+                        for job in jobs { finishers.append(job.run(db)) }
+                        if commits % 1000 == 0 {
+                            let cutoff = Int64(Date().timeIntervalSince1970 * 1_000_000) - retention
+                            try db.execute(sql: "DELETE FROM history WHERE until_us < ?", arguments: [cutoff])
+                        }
+                        return .commit
+                    }
+                }
+                for f in finishers { f(nil) }
+            } catch {
+                for f in finishers { f(error) }
+                for job in jobs.dropFirst(finishers.count) { job.fail(error) }
+            }
+        }
+    }
+}

@@ -1,0 +1,5 @@
+import GRDB
+import Hummingbird
+import AsyncHTTPClient
+import ArgumentParser
+print("hearth")

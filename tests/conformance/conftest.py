@@ -1,0 +1,457 @@
+"""Fixtures for the Firestore v1 REST conformance suite.
+
+Targets (environment variable HEARTH_TARGET):
+  hearth   (default) start ``$HEARTH_BIN serve --emulator ...`` on a fresh data dir.
+  emulator start Google's Cloud Firestore emulator (the oracle) on a free port.
+           ``HEARTH_EMULATOR_HOST=127.0.0.1:8811`` reuses an emulator that is already running.
+
+Tests marked ``@pytest.mark.hearth_only`` check production behaviour that the emulator does not
+implement; they are skipped on the emulator target (see README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import requests
+from google.auth.credentials import AnonymousCredentials
+from google.cloud.firestore_v1.services.firestore import FirestoreClient
+from google.cloud.firestore_v1.services.firestore.transports.rest import FirestoreRestTransport
+
+TARGET = os.environ.get("HEARTH_TARGET", "hearth").strip().lower()
+if TARGET not in ("hearth", "emulator"):
+    raise RuntimeError(f"HEARTH_TARGET must be 'hearth' or 'emulator', not {TARGET!r}")
+
+PROJECT = "demo-hearth"
+OWNER_METADATA = (("authorization", "Bearer owner"),)
+STARTUP_TIMEOUT_S = 60.0
+STOP_GRACE_S = 10.0
+CALL_TIMEOUT_S = 30.0
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "hearth_only: production Firestore behaviour that Google's emulator does not implement; "
+        "skipped when HEARTH_TARGET=emulator",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if TARGET != "emulator":
+        return
+    for item in items:
+        marker = item.get_closest_marker("hearth_only")
+        if marker is not None:
+            reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+            item.add_marker(pytest.mark.skip(reason=f"hearth_only (emulator deviates): {reason}"))
+
+
+def pytest_report_header(config):
+    return f"conformance target: {TARGET}"
+
+
+# --------------------------------------------------------------------------------------------
+# Process management
+# --------------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path, limit: int = 8000) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return "<no output captured>"
+    text = data[-limit:].decode("utf-8", "replace")
+    return text if text.strip() else "<empty>"
+
+
+def _stop_group(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
+    """SIGTERM the process group of ``proc``; SIGKILL it after ``grace`` seconds."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    # The leader may be gone while children (e.g. the emulator's JVM) linger: kill the group.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _kill_group_now(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=STOP_GRACE_S)
+
+
+class HearthServer:
+    """``hearth serve --emulator`` as a subprocess in its own process group."""
+
+    kind = "hearth"
+
+    def __init__(self, binary: str, workdir: Path):
+        self.binary = binary
+        self.workdir = workdir
+        self.data_dir = workdir / "data"
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.ready_file = workdir / "ready.json"
+        self.proc: subprocess.Popen | None = None
+        self.port: int | None = None
+        self.generation = 0
+        self._log_path: Path | None = None
+
+    def start(self) -> None:
+        if self.ready_file.exists():
+            self.ready_file.unlink()
+        self.generation += 1
+        self._log_path = self.workdir / f"hearth-{self.generation}.log"
+        cmd = [
+            self.binary, "serve", "--emulator",
+            "--data-dir", str(self.data_dir),
+            "--project", PROJECT,
+            "--host", "127.0.0.1",
+            "--firestore-port", "0",
+            "--ready-file", str(self.ready_file),
+        ]
+        with open(self._log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise RuntimeError(
+                    f"hearth exited with status {rc} before becoming ready.\n"
+                    f"command: {' '.join(cmd)}\n--- output ---\n{_tail(self._log_path)}"
+                )
+            port = self._read_ready()
+            if port is not None:
+                self.port = port
+                return
+            if time.monotonic() > deadline:
+                _stop_group(self.proc)
+                raise RuntimeError(
+                    f"hearth did not write {self.ready_file} within {STARTUP_TIMEOUT_S:.0f}s.\n"
+                    f"command: {' '.join(cmd)}\n--- output ---\n{_tail(self._log_path)}"
+                )
+            time.sleep(0.05)
+
+    def _read_ready(self) -> int | None:
+        try:
+            text = self.ready_file.read_text()
+        except FileNotFoundError:
+            return None
+        try:
+            port = json.loads(text)["firestore"]
+        except (ValueError, KeyError, TypeError):
+            return None  # partially written; try again
+        return int(port)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop_group(self.proc)
+            self.proc = None
+
+    def crash_and_restart(self) -> None:
+        """SIGKILL the whole process group (no clean shutdown) and start again on the same data dir."""
+        assert self.proc is not None, "server is not running"
+        _kill_group_now(self.proc)
+        self.proc = None
+        self.start()
+
+    @property
+    def rest_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        return _tail(self._log_path) if self._log_path else ""
+
+
+def _emulator_binary() -> str:
+    explicit = os.environ.get("FIRESTORE_EMULATOR_BIN")
+    if explicit:
+        return explicit
+    gcloud = shutil.which("gcloud")
+    if not gcloud:
+        raise RuntimeError("gcloud not found; set FIRESTORE_EMULATOR_BIN")
+    sdk_bin = Path(os.path.realpath(gcloud)).parent
+    emu = (sdk_bin / ".." / "platform" / "cloud-firestore-emulator" / "cloud_firestore_emulator").resolve()
+    if not emu.exists():
+        raise RuntimeError(f"Firestore emulator not found at {emu}")
+    return str(emu)
+
+
+class EmulatorServer:
+    """Google's Cloud Firestore emulator, the oracle for the tests themselves."""
+
+    kind = "emulator"
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.proc: subprocess.Popen | None = None
+        self.port: int | None = None
+        self.generation = 1
+        self._log_path = workdir / "emulator.log"
+
+    def start(self) -> None:
+        existing = os.environ.get("HEARTH_EMULATOR_HOST")
+        if existing:
+            self.port = int(existing.rsplit(":", 1)[1])
+            self._wait_ok(None)
+            return
+        self.port = _free_port()
+        cmd = [_emulator_binary(), "start", "--host=127.0.0.1", f"--port={self.port}",
+               f"--project_id={PROJECT}"]
+        with open(self._log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, cwd=self.workdir,
+            )
+        self._wait_ok(cmd)
+
+    def _wait_ok(self, cmd) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"emulator exited with status {self.proc.returncode}.\n"
+                    f"command: {cmd}\n--- output ---\n{_tail(self._log_path)}"
+                )
+            try:
+                r = requests.get(f"{self.rest_base}/", timeout=2)
+                if r.status_code == 200 and r.text.strip() == "Ok":
+                    return
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                if self.proc is not None:
+                    _stop_group(self.proc)
+                raise RuntimeError(f"emulator not ready within {STARTUP_TIMEOUT_S:.0f}s:\n"
+                                   f"{_tail(self._log_path)}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop_group(self.proc)
+            self.proc = None
+
+    def crash_and_restart(self) -> None:
+        pytest.skip("the emulator keeps data in memory only; durability is a Hearth property")
+
+    @property
+    def rest_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        return _tail(self._log_path)
+
+
+def _patch_rest_streaming_for_emulator() -> None:
+    """The emulator ends streamed REST responses with a newline after the closing ']', which
+    google-api-core's stream parser rejects ("Can only parse array of JSON objects"). Skip
+    whitespace between top-level elements, on the emulator target only; Hearth must produce
+    exactly what the real client accepts."""
+    from google.api_core import _rest_streaming_base as base
+
+    original = base.BaseResponseIterator._process_chunk
+    if getattr(original, "_hearth_patched", False):
+        return
+
+    def _process_chunk(self, chunk):
+        if self._level == 0:
+            chunk = chunk.lstrip()
+            if not chunk:
+                return
+        return original(self, chunk)
+
+    _process_chunk._hearth_patched = True
+    base.BaseResponseIterator._process_chunk = _process_chunk
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp(TARGET)
+    if TARGET == "emulator":
+        _patch_rest_streaming_for_emulator()
+        srv = EmulatorServer(workdir)
+    else:
+        binary = os.environ.get("HEARTH_BIN")
+        if not binary:
+            pytest.exit("HEARTH_BIN is not set (path to the hearth executable); "
+                        "or set HEARTH_TARGET=emulator", returncode=4)
+        if not os.access(binary, os.X_OK):
+            pytest.exit(f"HEARTH_BIN={binary} is not an executable file", returncode=4)
+        srv = HearthServer(binary, workdir)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# Clients
+# --------------------------------------------------------------------------------------------
+
+
+class OwnerClient:
+    """FirestoreClient (REST transport) whose every call carries ``authorization: Bearer owner``.
+
+    Calls also default to no client-side retry and a 30 s timeout so a failure shows up as
+    itself. The underlying client is rebuilt if the server restarts on another port.
+    """
+
+    def __init__(self, srv):
+        self._server = srv
+        self._port = None
+        self._gapic = None
+
+    @property
+    def gapic(self) -> FirestoreClient:
+        if self._gapic is None or self._port != self._server.port:
+            transport = FirestoreRestTransport(
+                host=f"127.0.0.1:{self._server.port}",
+                url_scheme="http",
+                credentials=AnonymousCredentials(),
+            )
+            self._gapic = FirestoreClient(transport=transport)
+            self._port = self._server.port
+        return self._gapic
+
+    def __getattr__(self, name):
+        attr = getattr(self.gapic, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+
+        def call(*args, **kwargs):
+            kwargs.setdefault("metadata", OWNER_METADATA)
+            kwargs.setdefault("retry", None)
+            kwargs.setdefault("timeout", CALL_TIMEOUT_S)
+            return attr(*args, **kwargs)
+
+        call.__name__ = name
+        return call
+
+
+class Rest:
+    """Raw HTTP against the server with the owner token; paths are relative to the base URL."""
+
+    def __init__(self, srv):
+        self._server = srv
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = "Bearer owner"
+
+    @property
+    def base(self) -> str:
+        return self._server.rest_base
+
+    def request(self, method, path, **kwargs):
+        kwargs.setdefault("timeout", CALL_TIMEOUT_S)
+        return self.session.request(method, self.base + path, **kwargs)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, **kw):
+        return self.request("POST", path, **kw)
+
+    def patch(self, path, **kw):
+        return self.request("PATCH", path, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+
+@pytest.fixture(scope="session")
+def target(server) -> str:
+    return server.kind
+
+
+@pytest.fixture(scope="session")
+def project() -> str:
+    return PROJECT
+
+
+@pytest.fixture(scope="session")
+def database(project) -> str:
+    return f"projects/{project}/databases/(default)"
+
+
+@pytest.fixture(scope="session")
+def root(database) -> str:
+    """Resource name of the (default) database's document root."""
+    return f"{database}/documents"
+
+
+@pytest.fixture
+def rest_base(server) -> str:
+    return server.rest_base
+
+
+@pytest.fixture(scope="session")
+def rest(server) -> Rest:
+    r = Rest(server)
+    yield r
+    r.session.close()
+
+
+@pytest.fixture(scope="session")
+def client(server) -> OwnerClient:
+    return OwnerClient(server)
+
+
+def new_collection_id(prefix: str = "c") -> str:
+    return f"{prefix}{uuid.uuid4().hex[:16]}"
+
+
+@pytest.fixture
+def coll() -> str:
+    """A collection id no other test uses."""
+    return new_collection_id()
+
+
+@pytest.fixture
+def unique_collection_id() -> str:
+    return new_collection_id()
+
+
+@pytest.fixture
+def restart_server(server):
+    """Returns a function that SIGKILLs the server and restarts it on the same data dir.
+    Skips on the emulator target."""
+    if server.kind != "hearth":
+        pytest.skip("restart/durability is only meaningful for Hearth (the emulator is in-memory)")
+
+    def restart():
+        server.crash_and_restart()
+        return server
+
+    return restart
