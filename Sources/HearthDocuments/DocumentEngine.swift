@@ -231,14 +231,14 @@ public final class DocumentEngine: Sendable {
         }
         try DocumentLimits.validate(path: write.path, fields: fields)
         if let current, Value.identical(current.fields, fields) {
-            return WriteResult(updateTime: current.updateTime, transformResults: transformResults)
+            return WriteResult(updateTime: current.updateTime, transformResults: transformResults, document: current)
         }
         let doc = Document(path: write.path, fields: fields, createTime: current?.createTime ?? time, updateTime: time)
         let defs = compositeIndexes(db)
         try w.put(db, doc, entries: IndexEntries.all(doc, defs), oldEntries: current.map { IndexEntries.all($0, defs) } ?? [])
         try w.recordHistory(db, write.path, previous: current, until: time)
         overlay[write.path] = .some(doc)
-        return WriteResult(updateTime: time, transformResults: transformResults)
+        return WriteResult(updateTime: time, transformResults: transformResults, document: doc)
     }
 
     /// Removes every document of a database (the emulator's clear endpoint).

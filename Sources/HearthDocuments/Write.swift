@@ -70,10 +70,13 @@ public struct Write: Sendable, Equatable {
 public struct WriteResult: Sendable, Equatable {
     public var updateTime: Timestamp?
     public var transformResults: [Value]
+    /// The document as the write left it (nil after a delete).
+    public var document: Document?
 
-    public init(updateTime: Timestamp?, transformResults: [Value]) {
+    public init(updateTime: Timestamp?, transformResults: [Value], document: Document? = nil) {
         self.updateTime = updateTime
         self.transformResults = transformResults
+        self.document = document
     }
 }
 

@@ -1,0 +1,156 @@
+import HearthCore
+public import HearthDocuments
+public import Hummingbird
+public import Logging
+import NIOCore
+import Foundation
+
+/// Firestore's v1 REST API (and the emulator's control endpoints) on Hummingbird.
+/// Translates requests into engine calls and results into proto3 JSON; nothing else.
+public struct FirestoreRESTResponder: HTTPResponder {
+    public typealias Context = BasicRequestContext
+
+    let engine: DocumentEngine
+    let access: AccessPolicy
+    let logger: Logger
+    /// Firestore's request size limit (10 MiB) plus room for JSON overhead.
+    static let maxBody = 11 * 1024 * 1024
+
+    public init(engine: DocumentEngine, access: AccessPolicy, logger: Logger) {
+        self.engine = engine
+        self.access = access
+        self.logger = logger
+    }
+
+    public func respond(to request: Request, context: Context) async throws -> Response {
+        do {
+            return try await route(request)
+        } catch let e as HearthError {
+            if e.code.httpStatus >= 500 {
+                logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(e)", "cause": "\(e.cause.map { "\($0)" } ?? "-")"])
+            } else {
+                logger.debug("request rejected", metadata: ["path": "\(request.uri.path)", "error": "\(e)"])
+            }
+            return HTTPSupport.googleError(e)
+        } catch {
+            logger.error("internal error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            return HTTPSupport.googleError(HearthError(.internal, "Internal error.", cause: nil))
+        }
+    }
+
+    /// A parsed request target: `/v1/projects/{p}/databases/{d}/documents/{path}[:verb]`.
+    struct Target {
+        var database: DatabaseName
+        var path: ResourcePath
+        var verb: String?
+    }
+
+    static let verbs: Set<String> = [
+        "batchGet", "beginTransaction", "commit", "rollback", "batchWrite", "runQuery", "runAggregationQuery",
+        "listCollectionIds", "partitionQuery", "listen", "write", "listDocuments",
+    ]
+
+    func route(_ request: Request) async throws -> Response {
+        let rawPath = request.uri.path
+        var segments = rawPath.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        if segments == [""] || segments.isEmpty {
+            return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "Ok")))
+        }
+        let params = try HTTPSupport.queryParameters(request.uri.query)
+        // Emulator control: DELETE /emulator/v1/projects/{p}/databases/{d}/documents
+        if segments.first == "emulator" {
+            guard access.emulator, request.method == .delete, segments.count == 7, segments[1] == "v1", segments[2] == "projects",
+                  segments[4] == "databases", segments[6] == "documents"
+            else { throw HearthError(.notFound, "Not found: \(rawPath)") }
+            let db = DatabaseName(project: segments[3], database: segments[5])
+            try await engine.clear(db)
+            logger.info("cleared database", metadata: ["database": "\(db)"])
+            return HTTPSupport.json(.object([]))
+        }
+        guard segments.count >= 6, segments[0] == "v1", segments[1] == "projects", segments[3] == "databases" else {
+            throw HearthError(.notFound, "Not found: \(rawPath)")
+        }
+        // The verb rides on the last segment (`documents:commit`, `users/alice:runQuery`).
+        var verb: String?
+        if request.method == .post, let last = segments.last, let colon = last.lastIndex(of: ":") {
+            let v = String(last[last.index(after: colon)...])
+            if Self.verbs.contains(v) {
+                verb = v
+                segments[segments.count - 1] = String(last[..<colon])
+            }
+        }
+        guard segments[5] == "documents" else { throw HearthError(.notFound, "Not found: \(rawPath)") }
+        var decoded: [String] = []
+        for s in segments {
+            guard let d = HTTPSupport.percentDecode(s) else { throw HearthError.invalidArgument("Invalid percent-encoding in the request path.") }
+            decoded.append(d)
+        }
+        let database = DatabaseName(project: decoded[2], database: decoded[4])
+        try Self.validateDatabaseId(database)
+        let path = ResourcePath(Array(decoded.dropFirst(6)))
+        try path.validate()
+        let caller = access.caller(authorization: request.headers[.authorization])
+        try access.authorizeDocuments(caller)
+        let target = Target(database: database, path: path, verb: verb)
+        let json = FirestoreJSON(database: database)
+        var request = request
+        switch (request.method, verb) {
+        case (.get, nil):
+            return path.isDocument
+                ? try await getDocument(target, params, json)
+                : try await listDocuments(target, params, json)
+        case (.patch, nil):
+            guard path.isDocument else { throw HearthError.invalidArgument("Document name \"\(path.text)\" is not a document path.") }
+            return try await updateDocument(target, params, try await body(&request), json)
+        case (.delete, nil):
+            guard path.isDocument else { throw HearthError.invalidArgument("Document name \"\(path.text)\" is not a document path.") }
+            return try await deleteDocument(target, params, json)
+        case (.post, nil):
+            guard path.isCollection else { throw HearthError.invalidArgument("Parent \"\(path.text)\" is not a collection path.") }
+            return try await createDocument(target, params, try await body(&request), json)
+        case (.post, let verb?):
+            let body = try await body(&request)
+            return try await dispatch(verb, target, body, json)
+        default:
+            throw HearthError(.notFound, "Not found: \(request.method) \(rawPath)")
+        }
+    }
+
+    static func validateDatabaseId(_ db: DatabaseName) throws(HearthError) {
+        guard !db.project.isEmpty else { throw .invalidArgument("Project id is empty.") }
+        let id = db.database
+        if id == "(default)" { return }
+        let ok = (4...63).contains(id.utf8.count) && id.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 }
+            && id.first!.isLetter && id.last != "-"
+        guard ok else {
+            throw .invalidArgument("Invalid database id \"\(id)\": it must be (default) or 4-63 characters of lower-case letters, digits and hyphens, starting with a letter.")
+        }
+    }
+
+    func body(_ request: inout Request) async throws -> JSON {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: Self.maxBody)
+        } catch {
+            throw HearthError.invalidArgument("Request payload size exceeds the limit: 10485760 bytes.")
+        }
+        if buffer.readableBytes == 0 { return .object([]) }
+        return try JSON.parse(buffer.readableBytesView)
+    }
+
+    func dispatch(_ verb: String, _ t: Target, _ body: JSON, _ json: FirestoreJSON) async throws -> Response {
+        let isRoot = t.path.isRoot
+        switch verb {
+        case "batchGet" where isRoot: return try await batchGet(t, body, json)
+        case "beginTransaction" where isRoot: return try await beginTransaction(t, body, json)
+        case "commit" where isRoot: return try await commit(t, body, json)
+        case "rollback" where isRoot: return try await rollback(t, body, json)
+        case "batchWrite" where isRoot: return try await batchWrite(t, body, json)
+        case "runQuery" where isRoot || t.path.isDocument: return try await runQuery(t, body, json)
+        case "runAggregationQuery" where isRoot || t.path.isDocument: return try await runAggregationQuery(t, body, json)
+        case "listCollectionIds" where isRoot || t.path.isDocument: return try await listCollectionIds(t, body, json)
+        default:
+            throw HearthError(.notFound, "Not found: :\(verb) on \(t.database.name(of: t.path))")
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import HearthCore
+public import HearthDocuments
+import HearthSQLite
+import Hummingbird
+public import Logging
+import ServiceLifecycle
+import NIOCore
+import Foundation
+import Synchronization
+
+/// The composition root: opens the data directory, builds the engines and one Hummingbird
+/// application per service, and runs them in one `ServiceGroup` with graceful shutdown.
+public struct HearthServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let engine: DocumentEngine
+    let logger: Logger
+
+    /// Opens storage under the data directory and prepares the engines.
+    public static func open(_ configuration: ServerConfiguration, logger: Logger) async throws -> HearthServer {
+        let dir = URL(fileURLWithPath: configuration.dataDirectory)
+        do {
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        } catch {
+            throw HearthError(.failedPrecondition, "Cannot create data directory \(dir.path): \(error.localizedDescription)")
+        }
+        let store = try SQLiteDocumentStore(path: dir.appendingPathComponent("hearth.sqlite").path)
+        let engine = try await DocumentEngine(
+            store: store, configuration: .init(strictIndexes: configuration.strictIndexes), logger: logger)
+        if let file = configuration.indexesFile {
+            for def in try IndexesFile.load(file, database: "(default)") {
+                try await engine.createIndex(def)
+            }
+        }
+        logger.info("opened data directory", metadata: ["path": "\(dir.path)"])
+        return HearthServer(configuration: configuration, engine: engine, logger: logger)
+    }
+
+    /// Runs every listener until SIGTERM/SIGINT, then shuts down gracefully.
+    public func run() async throws {
+        let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore"], logger: logger)
+        let firestore = Application(
+            responder: FirestoreRESTResponder(
+                engine: engine, access: AccessPolicy(emulator: configuration.emulator, adminToken: configuration.adminToken),
+                logger: logger),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.ports["firestore"] ?? 8080), serverName: nil),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                self.logger.notice("firestore listening", metadata: ["host": "\(self.configuration.host)", "port": "\(port)"])
+                ready.bound("firestore", port)
+            },
+            logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(services: [firestore], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        logger.notice("stopped")
+    }
+}
+
+/// Writes `{"firestore": 8080, ...}` atomically once every expected listener is bound.
+final class ReadyFile: Sendable {
+    let path: String?
+    let expected: Set<String>
+    let bound: Mutex<[String: Int]>
+    let logger: Logger
+
+    init(path: String?, expected: Set<String>, logger: Logger) {
+        self.path = path
+        self.expected = expected
+        self.bound = Mutex([:])
+        self.logger = logger
+    }
+
+    func bound(_ service: String, _ port: Int) {
+        let complete: [String: Int]? = bound.withLock { ports in
+            ports[service] = port
+            return Set(ports.keys) == expected ? ports : nil
+        }
+        guard let complete, let path else { return }
+        let json = JSON.object(complete.sorted { $0.key < $1.key }.map { ($0.key, .number($0.value)) })
+        let tmp = path + ".tmp-\(getpid())"
+        do {
+            try Data(json.serializedBytes()).write(to: URL(fileURLWithPath: tmp))
+            if rename(tmp, path) != 0 { throw HearthError(.internal, "rename failed: errno \(errno)") }
+            logger.info("wrote ready file", metadata: ["path": "\(path)"])
+        } catch {
+            logger.error("cannot write ready file", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+    }
+}

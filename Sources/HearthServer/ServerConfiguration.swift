@@ -1,0 +1,23 @@
+import HearthDocuments
+
+/// Everything `hearth serve` is configured with (flags > environment > firebase.json > defaults).
+public struct ServerConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    /// Port per service name (`firestore`, later `auth`, `storage`, …); 0 = any free port.
+    public var ports: [String: Int] = ["firestore": 8080]
+    public var dataDirectory: String = "./hearth-data"
+    public var project: String = "demo-hearth"
+    public var emulator: Bool = false
+    public var adminToken: String?
+    public var strictIndexes: Bool = false
+    public var readyFile: String?
+    /// `firestore.indexes.json` (the Firebase CLI's format), applied to the (default) database.
+    public var indexesFile: String?
+
+    public init() {}
+
+    /// DESIGN.md's default ports.
+    public static let defaultPorts: [String: Int] = [
+        "auth": 9099, "firestore": 8080, "database": 9000, "storage": 9199, "s3": 9900, "api": 8000,
+    ]
+}

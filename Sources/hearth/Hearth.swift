@@ -1,0 +1,18 @@
+import ArgumentParser
+
+@main
+struct Hearth: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hearth",
+        abstract: "A self-hosted backend that speaks Firebase's wire protocols.",
+        discussion: """
+            Hearth serves Cloud Firestore's v1 REST API from one binary, with its data in SQLite \
+            under a data directory. Point the Firebase Admin SDKs and Google Cloud client libraries \
+            at it as you would at the Firebase Local Emulator Suite.
+
+            Start with `hearth serve`; see `hearth serve --help` for every option.
+            """,
+        subcommands: [Serve.self, Bench.self],
+        defaultSubcommand: nil
+    )
+}

@@ -1,5 +1,0 @@
-import GRDB
-import Hummingbird
-import AsyncHTTPClient
-import ArgumentParser
-print("hearth")
