@@ -8,15 +8,21 @@ extension DocumentEngine {
     public struct QueryResult: Sendable {
         public var documents: [Document]
         public var readTime: Timestamp
+        /// How many matching documents the offset skipped.
+        public var skippedResults: Int
     }
 
     public func runQuery(_ database: DatabaseName, _ query: Query, consistency: ReadConsistency = .latest) async throws -> QueryResult {
         let nq = try NormalizedQuery(query, database: database)
         try await ensureIndexes(for: nq)
         let (readTime, txn) = try snapshot(for: consistency, database: database)
-        let docs = try await store.read { [self] r in try self.executeQuery(nq, r, readTime: readTime) }
+        let (docs, skipped) = try await store.read { [self] r in
+            var skipped = 0
+            let docs = try self.executeQuery(nq, r, readTime: readTime, skipped: &skipped)
+            return (docs, skipped)
+        }
         if let txn { recordQuery(txn, nq, docs) }
-        return QueryResult(documents: docs.map { $0.masked(query.select) }, readTime: readTime ?? clock.current())
+        return QueryResult(documents: docs.map { $0.masked(query.select) }, readTime: readTime ?? clock.current(), skippedResults: skipped)
     }
 
     public struct AggregationResult: Sendable {
@@ -41,7 +47,15 @@ extension DocumentEngine {
         var q = query
         q.select = nil
         let result = try await runQuery(database, q, consistency: consistency)
-        let docs = result.documents
+        // Firestore answers sum/avg from an index over the aggregated fields, so only documents
+        // that have every one of them take part — in every aggregation of the request, count too.
+        let fields = aggregations.compactMap { a -> FieldPath? in
+            switch a.kind {
+            case .sum(let f), .avg(let f): f
+            case .count: nil
+            }
+        }
+        let docs = result.documents.filter { d in fields.allSatisfy { Value.map(d.fields).value(at: $0) != nil } }
         var values: [(String, Value)] = []
         for a in aggregations {
             switch a.kind {
@@ -104,7 +118,12 @@ extension DocumentEngine {
     // MARK: Execution
 
     func executeQuery(_ nq: NormalizedQuery, _ r: any DocumentReader, readTime: Timestamp?) throws -> [Document] {
-        if let readTime { return try executeAtReadTime(nq, r, readTime) }
+        var skipped = 0
+        return try executeQuery(nq, r, readTime: readTime, skipped: &skipped)
+    }
+
+    func executeQuery(_ nq: NormalizedQuery, _ r: any DocumentReader, readTime: Timestamp?, skipped: inout Int) throws -> [Document] {
+        if let readTime { return try executeAtReadTime(nq, r, readTime, skipped: &skipped) }
         let q = nq.query
         let need = q.limit.map { q.offset + $0 }
         if need == 0 { return [] }
@@ -120,13 +139,14 @@ extension DocumentEngine {
             docs = byPath.values.sorted { nq.compare($0, $1) < 0 }
             if let need, docs.count > need { docs.removeLast(docs.count - need) }
         }
+        skipped = min(q.offset, docs.count)
         if q.offset > 0 { docs = Array(docs.dropFirst(q.offset)) }
         return docs
     }
 
     /// Reads at a past time: every document in scope now, plus those changed since, resolved
     /// to their state at `readTime`.
-    func executeAtReadTime(_ nq: NormalizedQuery, _ r: any DocumentReader, _ readTime: Timestamp) throws -> [Document] {
+    func executeAtReadTime(_ nq: NormalizedQuery, _ r: any DocumentReader, _ readTime: Timestamp, skipped: inout Int) throws -> [Document] {
         let db = nq.database.database
         var paths = Set<ResourcePath>()
         try r.scanDocuments(db, scope(nq), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
@@ -139,6 +159,7 @@ extension DocumentEngine {
         }
         docs.sort { nq.compare($0, $1) < 0 }
         let q = nq.query
+        skipped = min(q.offset, docs.count)
         docs = Array(docs.dropFirst(q.offset))
         if let l = q.limit, docs.count > l { docs.removeLast(docs.count - l) }
         return docs
@@ -150,7 +171,8 @@ extension DocumentEngine {
     }
 
     func scope(_ nq: NormalizedQuery) -> IndexScope {
-        nq.query.allDescendants ? .group(nq.query.collectionId) : .collection(nq.query.collectionPath)
+        if nq.query.allDescendants && nq.query.collectionId.isEmpty { return .descendants(nq.query.parent) }
+        return nq.query.allDescendants ? .group(nq.query.collectionId) : .collection(nq.query.collectionPath)
     }
 
     /// The plan for one conjunction: which index, which key prefix, which columns follow it.
@@ -264,6 +286,7 @@ extension DocumentEngine {
 
     func plan(_ nq: NormalizedQuery, _ conjunction: [Query.Filter]) -> Plan? {
         let db = nq.database.database
+        if nq.query.collectionId.isEmpty { return nil }
         let scopeKey = scope(nq).key
         let eqs = Self.equalities(conjunction)
         guard nq.orders.last?.field.isDocumentName == true else { return nil }

@@ -5,12 +5,15 @@ public import HearthCore
 public enum IndexScope: Sendable, Hashable {
     case collection(ResourcePath)
     case group(String)
+    /// Every document below a parent, in any collection (kindless queries); unordered.
+    case descendants(ResourcePath)
 
     /// The text form stored alongside entries.
     public var key: String {
         switch self {
         case .collection(let p): "c/" + p.text
         case .group(let id): "g/" + id
+        case .descendants(let p): "d/" + p.text
         }
     }
 }

@@ -35,7 +35,9 @@ enum Transforms {
     static func apply(_ op: FieldTransform.Operation, to current: Value?, commitTime: Timestamp) -> (value: Value, result: Value) {
         switch op {
         case .serverTimestamp:
-            return (.timestamp(commitTime), .timestamp(commitTime))
+            // REQUEST_TIME has millisecond precision (google.firestore.v1.DocumentTransform).
+            let t = Timestamp(seconds: commitTime.seconds, nanos: commitTime.nanos - commitTime.nanos % 1_000_000)
+            return (.timestamp(t), .timestamp(t))
         case .increment(let operand):
             let v = increment(current, operand)
             return (v, v)

@@ -58,6 +58,16 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
         switch scope {
         case .collection(let p): (column, value) = ("parent", p.text)
         case .group(let id): (column, value) = ("collection_id", id)
+        case .descendants(let parent):
+            let stmt = try db.cachedStatement(
+                sql: "SELECT path, data, create_us, update_us FROM documents WHERE db = ? AND path > ? AND path < ?")
+            let (lo, hi) = parent.isRoot ? ("", "\u{10FFFF}") : (parent.text + "/", parent.text + "0")
+            let rows = try Row.fetchCursor(stmt, arguments: [database, lo, hi])
+            while let row = try rows.next() {
+                let doc = try decodeDocument(path: ResourcePath(parsing: row[0]), data: row[1], create: row[2], update: row[3])
+                if try !visit(doc) { return }
+            }
+            return
         }
         // `column` is one of two constants above, never user input.
         let sql = "SELECT path, data, create_us, update_us FROM documents WHERE db = ? AND \(column) = ?"

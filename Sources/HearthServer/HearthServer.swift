@@ -36,8 +36,10 @@ public struct HearthServer: Sendable {
     }
 
     /// Runs every listener until SIGTERM/SIGINT, then shuts down gracefully.
-    public func run() async throws {
-        let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore"], logger: logger)
+    /// `onReady` receives the bound ports once every listener is up (as the ready file does).
+    /// Cancelling the calling task shuts the server down gracefully too.
+    public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
+        let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore"], logger: logger, onReady: onReady)
         let firestore = Application(
             responder: FirestoreRESTResponder(
                 engine: engine, access: AccessPolicy(emulator: configuration.emulator, adminToken: configuration.adminToken),
@@ -62,12 +64,14 @@ final class ReadyFile: Sendable {
     let expected: Set<String>
     let bound: Mutex<[String: Int]>
     let logger: Logger
+    let onReady: @Sendable ([String: Int]) -> Void
 
-    init(path: String?, expected: Set<String>, logger: Logger) {
+    init(path: String?, expected: Set<String>, logger: Logger, onReady: @escaping @Sendable ([String: Int]) -> Void) {
         self.path = path
         self.expected = expected
         self.bound = Mutex([:])
         self.logger = logger
+        self.onReady = onReady
     }
 
     func bound(_ service: String, _ port: Int) {
@@ -75,7 +79,9 @@ final class ReadyFile: Sendable {
             ports[service] = port
             return Set(ports.keys) == expected ? ports : nil
         }
-        guard let complete, let path else { return }
+        guard let complete else { return }
+        onReady(complete)
+        guard let path else { return }
         let json = JSON.object(complete.sorted { $0.key < $1.key }.map { ($0.key, .number($0.value)) })
         let tmp = path + ".tmp-\(getpid())"
         do {

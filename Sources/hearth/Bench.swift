@@ -1,8 +1,245 @@
 import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import GRDB
+import HearthCore
+import HearthDocuments
+import HearthServer
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP1
 
+/// `hearth bench`: Hearth over REST with concurrent clients, each figure printed next to a
+/// baseline measured in the same run on the same machine (the raw HTTP stack, raw GRDB).
 struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Measure Hearth's throughput and latency next to same-run baselines.")
+    static let configuration = CommandConfiguration(
+        abstract: "Measure Hearth's throughput and latency next to same-run baselines.",
+        discussion: """
+            Phases: http (baseline: a minimal Hummingbird route), grdb (baselines: raw GRDB inserts \
+            of the same bytes with the same durability, one transaction each and 64 per transaction, \
+            and raw point selects), write (single-document writes over REST), read (point gets over \
+            REST), query (a 20-document query page from collections of --small and --large documents). \
+            Clients run in this process against an in-process server on 127.0.0.1.
+            """
+    )
+
+    @Option(help: "Concurrent clients.") var clients = 64
+    @Option(help: "Seconds per measured phase.") var duration = 5.0
+    @Option(help: "Documents in the small query collection.") var small = 10_000
+    @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
+    @Option(help: "Comma-separated phases to run: http,grdb,write,read,query.") var phases = "http,grdb,write,read,query"
+    @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
+    var dataDir: String?
+
     func run() async throws {
-        print("bench: see below")
+        let selected = Set(phases.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
+        let dir = dataDir ?? NSTemporaryDirectory() + "hearth-bench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { if dataDir == nil { try? FileManager.default.removeItem(atPath: dir) } }
+        var logger = Logger(label: "hearth.bench")
+        logger.logLevel = .warning
+        print("hearth bench — \(clients) clients, \(duration) s per phase, \(ProcessInfo.processInfo.activeProcessorCount) cores, data in \(dir)")
+        print(Measurement.header)
+
+        let http = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: clients)))
+        let load = Load(client: http, clients: clients, duration: duration)
+        do {
+            try await phases(selected, dir: dir, load: load, logger: logger)
+        } catch {
+            try? await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
     }
+
+    func phases(_ selected: Set<String>, dir: String, load: Load, logger: Logger) async throws {
+
+        if selected.contains("http") {
+            try await withMinimalServer(logger: logger) { port in
+                let url = "http://127.0.0.1:\(port)/ping"
+                print(try await load.run("baseline: HTTP stack, minimal route") { _ in (HTTPMethod.GET, url, nil) })
+            }
+        }
+        if selected.contains("grdb") {
+            try await GRDBBaseline(path: dir + "/baseline.sqlite", clients: clients, duration: duration).run()
+        }
+        guard !selected.isDisjoint(with: ["write", "read", "query"]) else { return }
+        var config = ServerConfiguration()
+        config.dataDirectory = dir + "/hearth"
+        config.ports["firestore"] = 0
+        config.emulator = true
+        let server = try await HearthServer.open(config, logger: logger)
+        let engine = server.engine
+        try await withServer(server) { port in
+            let base = "http://127.0.0.1:\(port)/v1/projects/demo-hearth/databases/(default)/documents"
+            if selected.contains("write") || selected.contains("read") {
+                let body = Bench.documentBody(0)
+                print(try await load.run("hearth: write one document (PATCH)") { i in (HTTPMethod.PATCH, "\(base)/bench/w\(i)", body) })
+            }
+            if selected.contains("read") {
+                let n = max(1, try await count(engine, "bench") - 16)
+                print(try await load.run("hearth: point get (GET)") { i in (HTTPMethod.GET, "\(base)/bench/w\(1 + abs(i) % n)", Optional<ByteBuffer>.none) })
+            }
+            if selected.contains("query") {
+                for size in [small, large] where size > 0 {
+                    let collection = "q\(size)"
+                    try await populate(engine, collection: collection, count: size)
+                    let query = Bench.queryBody(collection)
+                    // First run creates the automatic composite index (logged); not measured.
+                    _ = try await load.once(.POST, "\(base):runQuery", query)
+                    print(try await load.run("hearth: 20-doc query page, \(size) docs") { _ in (HTTPMethod.POST, "\(base):runQuery", query) })
+                }
+            }
+        }
+    }
+
+    static func documentBody(_ i: Int) -> ByteBuffer {
+        ByteBuffer(string: #"{"fields":{"title":{"stringValue":"hello world"},"n":{"integerValue":"\#(i)"},"group":{"integerValue":"\#(i % 100)"},"score":{"doubleValue":\#(Double(i % 997) / 3)}}}"#)
+    }
+
+    static func queryBody(_ collection: String) -> ByteBuffer {
+        ByteBuffer(string: #"{"structuredQuery":{"from":[{"collectionId":"\#(collection)"}],"where":{"fieldFilter":{"field":{"fieldPath":"group"},"op":"EQUAL","value":{"integerValue":"7"}}},"orderBy":[{"field":{"fieldPath":"score"},"direction":"DESCENDING"}],"limit":20}}"#)
+    }
+
+    func count(_ engine: DocumentEngine, _ collection: String) async throws -> Int {
+        let r = try await engine.runAggregation(
+            DatabaseName(project: "demo-hearth", database: "(default)"), Query(collectionId: collection),
+            [Aggregation(alias: "n", kind: .count(upTo: nil))])
+        if case .integer(let n) = r.values[0].value { return Int(n) }
+        return 0
+    }
+
+    /// Loads documents through the engine in commits of 500, with progress output.
+    func populate(_ engine: DocumentEngine, collection: String, count: Int) async throws {
+        let db = DatabaseName(project: "demo-hearth", database: "(default)")
+        let have = try await self.count(engine, collection)
+        if have >= count { return }
+        let start = Date()
+        var done = have
+        var lastReport = Date()
+        while done < count {
+            let batch = (done..<min(count, done + 500)).map { i in
+                Write.set(
+                    ResourcePath(["\(collection)", String(format: "d%09d", i)]),
+                    ["title": .string("hello world"), "n": .integer(Int64(i)), "group": .integer(Int64(i % 100)), "score": .double(Double(i % 997) / 3)])
+            }
+            _ = try await engine.commit(db, batch)
+            done += batch.count
+            if Date().timeIntervalSince(lastReport) > 2 || done == count {
+                lastReport = Date()
+                let rate = Double(done - have) / Date().timeIntervalSince(start)
+                FileHandle.standardError.write(Data("  loading \(collection): \(done)/\(count) documents (\(Int(rate))/s)\n".utf8))
+            }
+        }
+    }
+
+    /// Runs a minimal Hummingbird route (the HTTP stack's own cost) until `body` finishes.
+    func withMinimalServer(logger: Logger, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
+        let router = Router()
+        router.get("/ping") { _, _ in "{\"ok\":true}" }
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService() }
+            var ports = stream.makeAsyncIterator()
+            guard let port = await ports.next() else { return }
+            try await body(port)
+            group.cancelAll()
+        }
+    }
+
+    func withServer(_ server: HearthServer, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run { ports in continuation.yield(ports["firestore"] ?? 0) } }
+            var ports = stream.makeAsyncIterator()
+            guard let port = await ports.next() else { return }
+            try await body(port)
+            group.cancelAll()
+        }
+    }
+}
+
+/// Throughput and latency percentiles of one phase.
+struct Measurement: CustomStringConvertible {
+    var name: String
+    var operations: Int
+    var errors: Int
+    var seconds: Double
+    var latencies: [Double]
+
+    static let header = "phase".padding(toLength: 46, withPad: " ", startingAt: 0) + "      ops/s     p50 ms     p99 ms   errors"
+
+    func percentile(_ p: Double) -> Double {
+        guard !latencies.isEmpty else { return .nan }
+        let sorted = latencies.sorted()
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+    }
+
+    var description: String {
+        name.padding(toLength: 46, withPad: " ", startingAt: 0)
+            + String(format: " %10.0f %10.3f %10.3f %8d", Double(operations) / seconds, percentile(0.5) * 1000, percentile(0.99) * 1000, errors)
+    }
+}
+
+/// A closed-loop load: `clients` concurrent loops issue requests for `duration` seconds.
+struct Load: Sendable {
+    let client: HTTPClient
+    let clients: Int
+    let duration: Double
+
+    func once(_ method: HTTPMethod, _ url: String, _ body: ByteBuffer?) async throws -> Int {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers.add(name: "authorization", value: "Bearer owner")
+        if let body { request.body = .bytes(body) }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        _ = try await response.body.collect(upTo: 16 * 1024 * 1024)
+        return Int(response.status.code)
+    }
+
+    func run(_ name: String, _ next: @escaping @Sendable (Int) -> (HTTPMethod, String, ByteBuffer?)) async throws -> Measurement {
+        // Warm up connections.
+        for i in 0..<min(clients, 8) {
+            let (m, u, b) = next(-1 - i)
+            _ = try? await once(m, u, b)
+        }
+        let start = ContinuousClock.now
+        let deadline = start + .milliseconds(Int(duration * 1000))
+        let counter = Counter()
+        let results: [([Double], Int)] = try await withThrowingTaskGroup(of: ([Double], Int).self) { group in
+            for _ in 0..<clients {
+                group.addTask {
+                    var latencies: [Double] = []
+                    var errors = 0
+                    while ContinuousClock.now < deadline {
+                        let (m, u, b) = next(counter.next())
+                        let t0 = ContinuousClock.now
+                        let status = (try? await once(m, u, b)) ?? 0
+                        let d = ContinuousClock.now - t0
+                        latencies.append(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+                        if status >= 400 || status == 0 { errors += 1 }
+                    }
+                    return (latencies, errors)
+                }
+            }
+            var all: [([Double], Int)] = []
+            for try await r in group { all.append(r) }
+            return all
+        }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let latencies = results.flatMap { $0.0 }
+        return Measurement(name: name, operations: latencies.count, errors: results.map { $0.1 }.reduce(0, +), seconds: seconds, latencies: latencies)
+    }
+}
+
+final class Counter: Sendable {
+    let value = Mutex2(0)
+    func next() -> Int { value.withLock { v in v += 1; return v } }
 }

@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,8 @@ import requests
 from google.auth.credentials import AnonymousCredentials
 from google.cloud.firestore_v1.services.firestore import FirestoreClient
 from google.cloud.firestore_v1.services.firestore.transports.rest import FirestoreRestTransport
+
+from fsutil import new_collection_id
 
 TARGET = os.environ.get("HEARTH_TARGET", "hearth").strip().lower()
 if TARGET not in ("hearth", "emulator"):
@@ -36,14 +37,6 @@ OWNER_METADATA = (("authorization", "Bearer owner"),)
 STARTUP_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
 CALL_TIMEOUT_S = 30.0
-
-
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers",
-        "hearth_only: production Firestore behaviour that Google's emulator does not implement; "
-        "skipped when HEARTH_TARGET=emulator",
-    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -426,10 +419,6 @@ def rest(server) -> Rest:
 @pytest.fixture(scope="session")
 def client(server) -> OwnerClient:
     return OwnerClient(server)
-
-
-def new_collection_id(prefix: str = "c") -> str:
-    return f"{prefix}{uuid.uuid4().hex[:16]}"
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import math
+import uuid
 from dataclasses import dataclass
 
 import pytest
@@ -174,6 +175,11 @@ def is_nan(x) -> bool:
 # ------------------------------------------------------------------------------------------
 # Names and writes
 # ------------------------------------------------------------------------------------------
+
+
+def new_collection_id(prefix: str = "c") -> str:
+    """A collection id that no other test (or run) uses."""
+    return f"{prefix}{uuid.uuid4().hex[:16]}"
 
 
 def doc_name(root: str, *segments: str) -> str:

@@ -184,9 +184,16 @@ extension FirestoreJSON {
 
     func aggregations(_ json: [JSON], _ at: String) throws(HearthError) -> [Aggregation] {
         var out: [Aggregation] = []
+        var unnamed = 0
         for (i, a) in json.enumerated() {
             let o = try ProtoObject(a, "\(at)[\(i)]", allowed: ["alias", "count", "sum", "avg"])
-            let alias = try o.string("alias").flatMap { $0.isEmpty ? nil : $0 } ?? "field_\(i + 1)"
+            let alias: String
+            if let given = try o.string("alias"), !given.isEmpty {
+                alias = given
+            } else {
+                unnamed += 1
+                alias = "field_\(unnamed)"
+            }
             if let c = try o.object("count", allowed: ["upTo"]) {
                 var upTo: Int64?
                 if let u = c["upTo"] {

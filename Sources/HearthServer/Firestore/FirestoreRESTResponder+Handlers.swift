@@ -268,12 +268,14 @@ extension FirestoreRESTResponder {
             if i == 0, let newTxn { members.append(("transaction", Self.base64(newTxn))) }
             members.append(("document", json.document(d)))
             members.append(("readTime", readTime))
+            if i == 0 && result.skippedResults > 0 { members.append(("skippedResults", .number(result.skippedResults))) }
             out.append(.object(members))
         }
         if out.isEmpty {
             var members: [(String, JSON)] = []
             if let newTxn { members.append(("transaction", Self.base64(newTxn))) }
             members.append(("readTime", readTime))
+            if result.skippedResults > 0 { members.append(("skippedResults", .number(result.skippedResults))) }
             out.append(.object(members))
         }
         return HTTPSupport.json(.array(out))
