@@ -96,7 +96,7 @@ struct ValueOrderingTests {
         [vector([.double(1), .double(3)])],
         [vector([.double(0), .double(0), .double(0)])],
         [.map([:])],
-        [.map(["__type__": .string("__vector__"), "value": .string("not an array")])],  // a plain map, after "" keys? no: "_" < "a"
+        [.map(["__type__": .string("__vector__"), "value": .string("not an array")])],  // not a vector: a plain map; "_" sorts before "a"
         [.map(["a": .null])],
         [.map(["a": .integer(1)]), .map(["a": .double(1)])],
         [.map(["a": .integer(1), "b": .null])],
