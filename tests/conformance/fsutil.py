@@ -292,7 +292,6 @@ def aggregate(client, parent: str, structured_query: dict, aggregations: list, *
     }))
     results = [r for r in responses if "result" in r]
     assert len(results) == 1, f"expected exactly one aggregation result, got {responses}"
-    pb = doc_types.Document.pb  # noqa: F841  (kept for symmetry)
     return {k: dec(v) for k, v in results[0].result.aggregate_fields.items()}
 
 

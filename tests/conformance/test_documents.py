@@ -1,12 +1,10 @@
 """CreateDocument, GetDocument, UpdateDocument, DeleteDocument, ListDocuments,
 ListCollectionIds and BatchGetDocuments through the GAPIC REST client."""
 
-import datetime as dt
 import re
 
 import pytest
-from fsutil import (Int, commit, data, enc, expect_rpc_error, fields, get, leaf, pdata, put,
-                    put_many, w_set)
+from fsutil import expect_rpc_error, fields, get, leaf, pdata, put, put_many
 
 
 def test_create_document_top_level_raw(rest, root, coll):

@@ -5,8 +5,8 @@ import datetime as dt
 import math
 
 import pytest
-from fsutil import (UTC, Geo, Int, Ref, Vector, data, enc, fields, get, new_collection_id, order,
-                    put, put_many, query_ids, ff)
+from fsutil import (UTC, Geo, Int, Ref, Vector, data, ff, get, new_collection_id, order, put,
+                    put_many, query_ids)
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)

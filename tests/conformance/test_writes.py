@@ -1,19 +1,16 @@
 """Commit (writes, preconditions, field transforms), BatchWrite and transactions."""
 
-import base64
-
 import pytest
 from fsutil import (Int, commit, data, dec, enc, expect_rpc_error, fields, get, kind, pdata, put,
                     put_many, ts_tuple, w_delete, w_set)
 
 INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
 
 
 def arr(values):
     """An ArrayValue (the operand type of array transforms)."""
     return enc(list(values))["array_value"]
-
-INT64_MIN = -(2**63)
 
 
 # ------------------------------------------------------------------------------------------
