@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .executable(name: "hearth", targets: ["hearth"]),
         .library(name: "HearthCore", targets: ["HearthCore"]),
+        .library(name: "HearthRules", targets: ["HearthRules"]),
         .library(name: "HearthDocuments", targets: ["HearthDocuments"]),
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
@@ -29,6 +30,8 @@ let package = Package(
     targets: [
         // Values, paths, ordering, limits, errors, JSON — no I/O.
         .target(name: "HearthCore", swiftSettings: swiftSettings),
+        // The security-rules language: lexer, parser, evaluator — no I/O.
+        .target(name: "HearthRules", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
         // The document engine: writes, transforms, queries, transactions, indexes.
         .target(
             name: "HearthDocuments",
@@ -68,6 +71,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],
+            resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthDocumentsTests",
             dependencies: ["HearthCore", "HearthDocuments", "HearthSQLite"],

@@ -1,0 +1,2 @@
+/// The Firebase security-rules language.
+public enum HearthRules {}
