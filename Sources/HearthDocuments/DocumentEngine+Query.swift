@@ -205,18 +205,29 @@ extension DocumentEngine {
         return out.sorted { $0.0 < $1.0 }
     }
 
-    /// The composite index a conjunction needs, or nil when built-in indexes serve it.
+    /// The index definition a conjunction needs, or nil when built-in indexes (collection-scope
+    /// single-field indexes, name order) serve it. Collection-group queries need a group-scope
+    /// definition even for one field, as Firestore needs a single-field exemption for them.
     func requiredIndex(_ nq: NormalizedQuery, _ conjunction: [Query.Filter]) -> [IndexDefinition.Field]? {
         let eqs = Self.equalities(conjunction)
         let orderFields = nq.orders.dropLast().filter { !$0.field.isDocumentName }
-        guard nq.orders.last?.field.isDocumentName == true, orderFields.count == nq.orders.count - 1 else { return nil }
-        if orderFields.isEmpty || (eqs.isEmpty && orderFields.count == 1) { return nil }
+        guard !nq.query.collectionId.isEmpty, nq.orders.last?.field.isDocumentName == true, orderFields.count == nq.orders.count - 1
+        else { return nil }
+        if orderFields.isEmpty && eqs.isEmpty { return nil }
+        if !nq.query.allDescendants {
+            if orderFields.isEmpty || (eqs.isEmpty && orderFields.count == 1) { return nil }
+        } else if orderFields.isEmpty {
+            // Served by one equality's group-scope single-field index; the rest is filtered.
+            let eq = eqs.first(where: { !$0.2 }) ?? eqs[0]
+            return [IndexDefinition.Field(eq.0, eq.2 ? .contains : .ascending)]
+        }
         return eqs.map { IndexDefinition.Field($0.0, $0.2 ? .contains : .ascending) }
             + orderFields.map { IndexDefinition.Field($0.field, $0.descending ? .descending : .ascending) }
     }
 
-    /// Finds a composite index whose equality part matches as a set and whose order part
-    /// matches exactly (forward scan) or fully reversed (reverse scan).
+    /// Finds an index whose equality part matches as a set and whose order part matches
+    /// exactly (forward scan) or fully reversed (reverse scan). With no order part, the scan
+    /// direction follows the query's `__name__` direction against the index's.
     func findIndex(_ db: String, _ nq: NormalizedQuery, _ required: [IndexDefinition.Field], eqCount: Int) -> (IndexDefinition, Bool)? {
         for def in compositeIndexes(db)
         where def.collectionGroup == nq.query.collectionId && def.groupScope == nq.query.allDescendants
@@ -225,6 +236,10 @@ extension DocumentEngine {
             let eqPart = Set(def.fields.prefix(eqCount).map { $0.mode == .descending ? IndexDefinition.Field($0.path, .ascending) : $0 })
             guard eqPart == Set(required.prefix(eqCount)) else { continue }
             let have = Array(def.fields.dropFirst(eqCount)), want = Array(required.dropFirst(eqCount))
+            if want.isEmpty {
+                let nameDescending = nq.orders.last?.descending ?? false
+                return (def, nameDescending != (def.fields.last?.mode == .descending))
+            }
             if have == want { return (def, false) }
             let flipped = want.map { IndexDefinition.Field($0.path, $0.mode == .ascending ? .descending : .ascending) }
             if have == flipped { return (def, true) }
@@ -238,7 +253,7 @@ extension DocumentEngine {
         let disjuncts = nq.query.filter.map(DNF.expand) ?? [[]]
         for d in disjuncts {
             guard let required = requiredIndex(nq, d) else { continue }
-            let eqCount = Self.equalities(d).count
+            let eqCount = required.count - (nq.orders.count - 1)
             if findIndex(db, nq, required, eqCount: eqCount) != nil { continue }
             let proposed = IndexDefinition(
                 id: 0, database: db, collectionGroup: nq.query.collectionId, groupScope: nq.query.allDescendants,
@@ -293,17 +308,17 @@ extension DocumentEngine {
         let orderFields = nq.orders.dropLast()
         guard !orderFields.contains(where: { $0.field.isDocumentName }) else { return nil }
         let nameDesc = nq.orders.last!.descending
-        if orderFields.isEmpty {
-            if eqs.isEmpty {
-                return Plan(source: .names, prefix: [], columns: [], nameDescending: false, reverse: nameDesc)
-            }
+        if orderFields.isEmpty && eqs.isEmpty {
+            return Plan(source: .names, prefix: [], columns: [], nameDescending: false, reverse: nameDesc)
+        }
+        if !nq.query.allDescendants && orderFields.isEmpty {
             // One equality (preferring a plain one) from the built-in single-field index.
             let eq = eqs.first(where: { !$0.2 }) ?? eqs[0]
             var prefix = IndexEntries.singleFieldPrefix(eq.2 ? IndexDefinition.singleFieldContains : IndexDefinition.singleFieldAscending, eq.0)
             IndexKey.append(eq.1, to: &prefix)
             return Plan(source: .index(scope: scopeKey), prefix: prefix, columns: [], nameDescending: false, reverse: nameDesc)
         }
-        if eqs.isEmpty && orderFields.count == 1 {
+        if !nq.query.allDescendants && eqs.isEmpty && orderFields.count == 1 {
             let o = orderFields.first!
             // The single-field index stores the name ascending; a mixed direction needs a sort.
             guard o.descending == nameDesc else { return nil }
@@ -311,15 +326,18 @@ extension DocumentEngine {
                 source: .index(scope: scopeKey), prefix: IndexEntries.singleFieldPrefix(IndexDefinition.singleFieldAscending, o.field),
                 columns: [(o.field, false)], nameDescending: false, reverse: o.descending)
         }
-        guard let required = requiredIndex(nq, conjunction), let (def, reverse) = findIndex(db, nq, required, eqCount: eqs.count) else {
+        guard let required = requiredIndex(nq, conjunction),
+              let (def, reverse) = findIndex(db, nq, required, eqCount: required.count - orderFields.count)
+        else {
             return nil
         }
+        let eqCount = required.count - orderFields.count
         var prefix = IndexEntries.prefix(def.id)
-        for f in def.fields.prefix(eqs.count) {
+        for f in def.fields.prefix(eqCount) {
             guard let eq = eqs.first(where: { $0.0 == f.path && ($0.2 == (f.mode == .contains)) }) else { return nil }
             IndexKey.append(eq.1, descending: f.mode == .descending, to: &prefix)
         }
-        let columns = def.fields.dropFirst(eqs.count).map { ($0.path, $0.mode == .descending) }
+        let columns = def.fields.dropFirst(eqCount).map { ($0.path, $0.mode == .descending) }
         let scope = def.groupScope ? IndexScope.group(def.collectionGroup).key : IndexScope.collection(nq.query.collectionPath).key
         return Plan(source: .index(scope: scope), prefix: prefix, columns: columns, nameDescending: def.fields.last?.mode == .descending, reverse: reverse)
     }

@@ -35,6 +35,7 @@ public final class DocumentEngine: Sendable {
     let logger: Logger
     let indexes: Mutex<[String: [IndexDefinition]]>
     let transactions: Mutex<TransactionTable>
+    let cache = DocumentCache()
 
     public init(store: any DocumentStore, configuration: Configuration = .init(), logger: Logger = Logger(label: "hearth.documents")) async throws {
         self.store = store
@@ -74,11 +75,29 @@ public final class DocumentEngine: Sendable {
         }
         let (readTime, txn) = try snapshot(for: consistency, database: database)
         let db = database.database
-        let docs = try await store.read { r in
-            try paths.map { p in try readTime.map { try r.document(db, p, at: $0) } ?? r.document(db, p) }
+        let docs: [Document?]
+        if readTime == nil, let cached = cachedDocuments(db, paths) {
+            docs = cached
+        } else {
+            let epoch = cache.beginRead()
+            docs = try await store.read { r in
+                try paths.map { p in try readTime.map { try r.document(db, p, at: $0) } ?? r.document(db, p) }
+            }
+            if readTime == nil { cache.fill(db, Array(zip(paths, docs)), epoch: epoch) }
         }
         if let txn { recordReads(txn, zip(paths, docs).map { ($0, $1?.updateTime) }) }
         return BatchGetResult(documents: docs.map { $0?.masked(mask) }, readTime: readTime ?? clock.current())
+    }
+
+    /// All of the documents from the cache, or nil if any is not cached.
+    func cachedDocuments(_ db: String, _ paths: [ResourcePath]) -> [Document?]? {
+        var out: [Document?] = []
+        out.reserveCapacity(paths.count)
+        for p in paths {
+            guard let hit = cache.lookup(db, p) else { return nil }
+            out.append(hit)
+        }
+        return out
     }
 
     /// The snapshot time to read at (nil = latest) and the read-write transaction to record reads in.
@@ -123,6 +142,7 @@ public final class DocumentEngine: Sendable {
             pending = TransactionCheck(reads: txn.reads, queries: txn.queries)
         }
         let check = pending
+        let db = database.database
         let result = try await store.write { [self] w in
             if let check { try self.verify(check, database, w) }
             let time = self.clock.next()
@@ -132,6 +152,7 @@ public final class DocumentEngine: Sendable {
             try w.setLastCommitTime(time)
             return CommitResult(commitTime: time, writeResults: results)
         }
+        cache.committed(db, zip(writes, result.writeResults).map { ($0.path, $1.document) }, at: result.commitTime)
         return result
     }
 
@@ -140,7 +161,8 @@ public final class DocumentEngine: Sendable {
         if writes.count > DocumentLimits.maxWritesPerCommit {
             throw HearthError.invalidArgument("A maximum of 500 entities can be modified in a commit.")
         }
-        return try await store.write { [self] w in
+        let db = database.database
+        let result: ([BatchWriteOutcome], Timestamp) = try await store.write { [self] w in
             let time = self.clock.next()
             var outcomes: [BatchWriteOutcome] = []
             for write in writes {
@@ -155,6 +177,12 @@ public final class DocumentEngine: Sendable {
             try w.setLastCommitTime(time)
             return (outcomes, time)
         }
+        var changed: [(ResourcePath, Document?)] = []
+        for (write, outcome) in zip(writes, result.0) {
+            if case .success(let r) = outcome { changed.append((write.path, r.document)) }
+        }
+        cache.committed(db, changed, at: result.1)
+        return (result.0, result.1)
     }
 
     func validate(_ write: Write) throws(HearthError) {
@@ -245,6 +273,7 @@ public final class DocumentEngine: Sendable {
     public func clear(_ database: DatabaseName) async throws {
         let db = database.database
         try await store.write { w in try w.clearDatabase(db) }
+        cache.removeAll(db)
         transactions.withLock { $0.removeAll(database: database) }
     }
 

@@ -68,10 +68,11 @@ public enum IndexEntries {
         return k
     }
 
-    /// Entries for the built-in single-field indexes, in both collection and group scope.
+    /// Entries for the built-in single-field indexes (collection scope; collection-group scope
+    /// single-field indexes are index definitions, as Firestore's index exemptions are).
     public static func singleField(_ doc: Document) -> [IndexEntry] {
         var out: [IndexEntry] = []
-        let scopes = [IndexScope.collection(doc.path.parent).key, IndexScope.group(doc.path.collectionId).key]
+        let scopes = [IndexScope.collection(doc.path.parent).key]
         var name: [UInt8] = []
         IndexKey.appendPath(doc.path, to: &name)
         let text = doc.path.text

@@ -17,15 +17,17 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
     }
 
     func document(_ database: String, _ path: ResourcePath) throws -> Document? {
-        let stmt = try db.cachedStatement(sql: "SELECT data, create_us, update_us FROM documents WHERE db = ? AND path = ?")
-        guard let row = try Row.fetchOne(stmt, arguments: [database, path.text]) else { return nil }
+        let stmt = try db.cachedStatement(
+            sql: "SELECT data, create_us, update_us FROM documents WHERE db = ? AND parent = ? AND name_key = ?")
+        guard let row = try Row.fetchOne(stmt, arguments: [database, path.parent.text, Self.data(IndexKey.encodePath(path))])
+        else { return nil }
         return try decodeDocument(path: path, data: row[0], create: row[1], update: row[2])
     }
 
     func document(_ database: String, _ path: ResourcePath, at time: Timestamp) throws -> Document? {
         let stmt = try db.cachedStatement(
-            sql: "SELECT data, create_us, update_us FROM history WHERE db = ? AND path = ? AND until_us > ? ORDER BY until_us LIMIT 1")
-        if let row = try Row.fetchOne(stmt, arguments: [database, path.text, time.microseconds]) {
+            sql: "SELECT data, create_us, update_us FROM history WHERE until_us > ? AND db = ? AND path = ? ORDER BY until_us LIMIT 1")
+        if let row = try Row.fetchOne(stmt, arguments: [time.microseconds, database, path.text]) {
             guard let data: Data = row[0] else { return nil }
             return try decodeDocument(path: path, data: data, create: row[1], update: row[2])
         }
@@ -33,8 +35,8 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
     }
 
     func pathsChanged(_ database: String, since: Timestamp) throws -> [ResourcePath] {
-        let stmt = try db.cachedStatement(sql: "SELECT DISTINCT path FROM history WHERE db = ? AND until_us > ?")
-        return try String.fetchAll(stmt, arguments: [database, since.microseconds]).map(ResourcePath.init(parsing:))
+        let stmt = try db.cachedStatement(sql: "SELECT DISTINCT path FROM history WHERE until_us > ? AND db = ?")
+        return try String.fetchAll(stmt, arguments: [since.microseconds, database]).map(ResourcePath.init(parsing:))
     }
 
     static func rangeSQL(_ range: KeyRange, column: String) -> String {
@@ -59,8 +61,9 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
         case .collection(let p): (column, value) = ("parent", p.text)
         case .group(let id): (column, value) = ("collection_id", id)
         case .descendants(let parent):
+            // Documents below `parent` are those whose parent collection lies below it.
             let stmt = try db.cachedStatement(
-                sql: "SELECT path, data, create_us, update_us FROM documents WHERE db = ? AND path > ? AND path < ?")
+                sql: "SELECT path, data, create_us, update_us FROM documents WHERE db = ? AND parent >= ? AND parent < ?")
             let (lo, hi) = parent.isRoot ? ("", "\u{10FFFF}") : (parent.text + "/", parent.text + "0")
             let rows = try Row.fetchCursor(stmt, arguments: [database, lo, hi])
             while let row = try rows.next() {
@@ -93,43 +96,38 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
         }
     }
 
-    /// Skip-scan over paths: each step finds the next collection id under `parent`.
+    /// Skip-scan over parent collections: each step finds the next collection id under `parent`.
     func collectionIds(_ database: String, parent: ResourcePath) throws -> [String] {
         let prefix = parent.isRoot ? "" : parent.text + "/"
-        let end = parent.isRoot ? nil : parent.text + "0"  // '0' follows '/'
-        var lower = prefix
+        let end = parent.isRoot ? "\u{10FFFF}" : parent.text + "0"  // '0' follows '/'
+        let atLeast = try db.cachedStatement(sql: "SELECT parent FROM documents WHERE db = ? AND parent >= ? AND parent < ? ORDER BY parent LIMIT 1")
+        let after = try db.cachedStatement(sql: "SELECT parent FROM documents WHERE db = ? AND parent > ? AND parent < ? ORDER BY parent LIMIT 1")
         var ids: [String] = []
-        let sqlBounded = "SELECT path FROM documents WHERE db = ? AND path >= ? AND path < ? ORDER BY path LIMIT 1"
-        let sqlOpen = "SELECT path FROM documents WHERE db = ? AND path >= ? ORDER BY path LIMIT 1"
-        while true {
-            let path: String?
-            if let end {
-                path = try String.fetchOne(db.cachedStatement(sql: sqlBounded), arguments: [database, lower, end])
-            } else {
-                path = try String.fetchOne(db.cachedStatement(sql: sqlOpen), arguments: [database, lower])
-            }
-            guard let path, path.hasPrefix(prefix) else { break }
-            let rest = path.dropFirst(prefix.count)
-            guard let slash = rest.firstIndex(of: "/") else { break }
-            let id = String(rest[..<slash])
+        var next = try String.fetchOne(atLeast, arguments: [database, prefix, end])
+        while let found = next, found.hasPrefix(prefix) {
+            let rest = found.dropFirst(prefix.count)
+            let id = String(rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)])
             ids.append(id)
-            lower = prefix + id + "0"
+            // Skip the collection itself and everything below it ("id/…" sorts before "id0").
+            next = try String.fetchOne(after, arguments: [database, prefix + id, end])
+            if let n = next, n.hasPrefix(prefix + id + "/") {
+                next = try String.fetchOne(atLeast, arguments: [database, prefix + id + "0", end])
+            }
         }
         return ids.sorted { ValueOrdering.compareUTF8($0, $1) < 0 }
     }
 
     func hasDescendants(_ database: String, _ path: ResourcePath) throws -> Bool {
-        let stmt = try db.cachedStatement(sql: "SELECT 1 FROM documents WHERE db = ? AND path > ? AND path < ? LIMIT 1")
+        let stmt = try db.cachedStatement(sql: "SELECT 1 FROM documents WHERE db = ? AND parent >= ? AND parent < ? LIMIT 1")
         return try Bool.fetchOne(stmt, arguments: [database, path.text + "/", path.text + "0"]) != nil
     }
 
     func descendantParents(_ database: String, collection: ResourcePath) throws -> [ResourcePath] {
-        let stmt = try db.cachedStatement(sql: "SELECT path FROM documents WHERE db = ? AND path > ? AND path < ?")
+        let stmt = try db.cachedStatement(sql: "SELECT DISTINCT parent FROM documents WHERE db = ? AND parent >= ? AND parent < ?")
         var out = Set<ResourcePath>()
         let depth = collection.segments.count + 1
         for p in try String.fetchAll(stmt, arguments: [database, collection.text + "/", collection.text + "0"]) {
-            let path = ResourcePath(parsing: p)
-            if path.segments.count > depth + 1 { out.insert(ResourcePath(Array(path.segments.prefix(depth)))) }
+            out.insert(ResourcePath(Array(ResourcePath(parsing: p).segments.prefix(depth))))
         }
         return Array(out)
     }
@@ -154,20 +152,21 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
         try insertEntries(database, new.subtracting(old))
         let stmt = try db.cachedStatement(
             sql: """
-                INSERT INTO documents(db, path, parent, collection_id, name_key, data, create_us, update_us)
+                INSERT INTO documents(db, parent, name_key, path, collection_id, data, create_us, update_us)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(db, path) DO UPDATE SET data = excluded.data, update_us = excluded.update_us
+                ON CONFLICT(db, parent, name_key) DO UPDATE SET data = excluded.data, update_us = excluded.update_us
                 """)
         try stmt.execute(arguments: [
-            database, document.path.text, document.path.parent.text, document.path.collectionId,
-            Self.data(IndexKey.encodePath(document.path)), Self.data(ValueCodec.encode(document.fields)),
+            database, document.path.parent.text, Self.data(IndexKey.encodePath(document.path)), document.path.text,
+            document.path.collectionId, Self.data(ValueCodec.encode(document.fields)),
             document.createTime.microseconds, document.updateTime.microseconds,
         ])
     }
 
     func delete(_ database: String, _ path: ResourcePath, oldEntries: [IndexEntry]) throws {
         try deleteEntries(database, Set(oldEntries))
-        try db.cachedStatement(sql: "DELETE FROM documents WHERE db = ? AND path = ?").execute(arguments: [database, path.text])
+        try db.cachedStatement(sql: "DELETE FROM documents WHERE db = ? AND parent = ? AND name_key = ?")
+            .execute(arguments: [database, path.parent.text, Self.data(IndexKey.encodePath(path))])
     }
 
     func deleteEntries(_ database: String, _ entries: Set<IndexEntry>) throws {
@@ -187,9 +186,9 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
 
     func recordHistory(_ database: String, _ path: ResourcePath, previous: Document?, until: Timestamp) throws {
         let stmt = try db.cachedStatement(
-            sql: "INSERT OR REPLACE INTO history(db, path, until_us, data, create_us, update_us) VALUES (?, ?, ?, ?, ?, ?)")
+            sql: "INSERT OR REPLACE INTO history(until_us, db, path, data, create_us, update_us) VALUES (?, ?, ?, ?, ?, ?)")
         try stmt.execute(arguments: [
-            database, path.text, until.microseconds, previous.map { Self.data(ValueCodec.encode($0.fields)) },
+            until.microseconds, database, path.text, previous.map { Self.data(ValueCodec.encode($0.fields)) },
             previous?.createTime.microseconds, previous?.updateTime.microseconds,
         ])
     }

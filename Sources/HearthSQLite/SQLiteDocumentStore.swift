@@ -58,19 +58,17 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
             try db.execute(
                 sql: """
                     CREATE TABLE documents(
-                      db TEXT NOT NULL, path TEXT NOT NULL, parent TEXT NOT NULL, collection_id TEXT NOT NULL,
-                      name_key BLOB NOT NULL, data BLOB NOT NULL, create_us INTEGER NOT NULL, update_us INTEGER NOT NULL,
-                      PRIMARY KEY(db, path)) WITHOUT ROWID;
-                    CREATE INDEX documents_by_parent ON documents(db, parent, name_key);
+                      db TEXT NOT NULL, parent TEXT NOT NULL, name_key BLOB NOT NULL, path TEXT NOT NULL,
+                      collection_id TEXT NOT NULL, data BLOB NOT NULL, create_us INTEGER NOT NULL, update_us INTEGER NOT NULL,
+                      PRIMARY KEY(db, parent, name_key)) WITHOUT ROWID;
                     CREATE INDEX documents_by_group ON documents(db, collection_id, name_key);
                     CREATE TABLE index_entries(
                       db TEXT NOT NULL, scope TEXT NOT NULL, key BLOB NOT NULL, doc TEXT NOT NULL,
                       PRIMARY KEY(db, scope, key)) WITHOUT ROWID;
                     CREATE TABLE history(
-                      db TEXT NOT NULL, path TEXT NOT NULL, until_us INTEGER NOT NULL, data BLOB,
+                      until_us INTEGER NOT NULL, db TEXT NOT NULL, path TEXT NOT NULL, data BLOB,
                       create_us INTEGER, update_us INTEGER,
-                      PRIMARY KEY(db, path, until_us)) WITHOUT ROWID;
-                    CREATE INDEX history_by_time ON history(until_us);
+                      PRIMARY KEY(until_us, db, path)) WITHOUT ROWID;
                     CREATE TABLE index_definitions(id INTEGER PRIMARY KEY, definition TEXT NOT NULL);
                     CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
                     """)

@@ -29,6 +29,18 @@ enum IndexesFile {
             guard !fields.isEmpty else { continue }
             out.append(IndexDefinition(id: 0, database: database, collectionGroup: group, groupScope: scope == "COLLECTION_GROUP", fields: fields, automatic: false))
         }
+        // Collection-group scope single-field indexes are declared as field overrides.
+        for (i, override) in (json["fieldOverrides"]?.arrayValue ?? []).enumerated() {
+            guard let group = override["collectionGroup"]?.stringValue, let p = override["fieldPath"]?.stringValue else {
+                throw HearthError.invalidArgument("\(path): fieldOverrides[\(i)] needs collectionGroup and fieldPath.")
+            }
+            let field = try FieldPath(parsing: p)
+            for index in override["indexes"]?.arrayValue ?? [] where index["queryScope"]?.stringValue == "COLLECTION_GROUP" {
+                let mode: IndexDefinition.Mode =
+                    index["arrayConfig"]?.stringValue == "CONTAINS" ? .contains : index["order"]?.stringValue == "DESCENDING" ? .descending : .ascending
+                out.append(IndexDefinition(id: 0, database: database, collectionGroup: group, groupScope: true, fields: [.init(field, mode)], automatic: false))
+            }
+        }
         return out
     }
 }
