@@ -18,7 +18,7 @@ struct Bench: AsyncParsableCommand {
         discussion: """
             Phases: http (baseline: a minimal Hummingbird route), grdb (baselines: raw GRDB inserts \
             of the same bytes with the same durability, one transaction each and 64 per transaction, \
-            and raw point selects), write (single-document writes over REST), read (point gets over \
+            and raw point selects), engine (the document engine's commits and gets without HTTP), write (single-document writes over REST), read (point gets over \
             REST), query (a 20-document query page from collections of --small and --large documents). \
             Clients run in this process against an in-process server on 127.0.0.1.
             """
@@ -28,7 +28,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,write,read,query.") var phases = "http,grdb,write,read,query"
+    @Option(help: "Comma-separated phases to run: http,grdb,engine,write,read,query.") var phases = "http,grdb,engine,write,read,query"
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
@@ -66,13 +66,23 @@ struct Bench: AsyncParsableCommand {
         if selected.contains("grdb") {
             try await GRDBBaseline(path: dir + "/baseline.sqlite", clients: clients, duration: duration).run()
         }
-        guard !selected.isDisjoint(with: ["write", "read", "query"]) else { return }
+        guard !selected.isDisjoint(with: ["engine", "write", "read", "query"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports["firestore"] = 0
         config.emulator = true
         let server = try await HearthServer.open(config, logger: logger)
         let engine = server.engine
+        if selected.contains("engine") {
+            let db = DatabaseName(project: "demo-hearth", database: "(default)")
+            let fields: [String: Value] = ["title": .string("hello world"), "n": .integer(5), "group": .integer(7), "score": .double(1.5)]
+            print(try await GRDBBaseline.measure("hearth engine: commit one document, no HTTP", clients: clients, duration: duration) { i in
+                _ = try await engine.commit(db, [.set(ResourcePath(["engine", "e\(i)"]), fields)])
+            })
+            print(try await GRDBBaseline.measure("hearth engine: point get, no HTTP", clients: clients, duration: duration) { i in
+                _ = try await engine.get(db, ResourcePath(["engine", "e\(1 + i % 1000)"]))
+            })
+        }
         try await withServer(server) { port in
             let base = "http://127.0.0.1:\(port)/v1/projects/demo-hearth/databases/(default)/documents"
             if selected.contains("write") || selected.contains("read") {

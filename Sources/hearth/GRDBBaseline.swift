@@ -35,6 +35,13 @@ struct GRDBBaseline {
     }
 
     func measure(_ name: String, perCall: Int = 1, _ op: @escaping @Sendable (Int) async throws -> Void) async throws -> Measurement {
+        try await Self.measure(name, perCall: perCall, clients: clients, duration: duration, op)
+    }
+
+    /// Runs `op` from `clients` concurrent loops for `duration` seconds.
+    static func measure(
+        _ name: String, perCall: Int = 1, clients: Int, duration: Double, _ op: @escaping @Sendable (Int) async throws -> Void
+    ) async throws -> Measurement {
         let start = ContinuousClock.now
         let deadline = start + .milliseconds(Int(duration * 1000))
         let counter = Counter()

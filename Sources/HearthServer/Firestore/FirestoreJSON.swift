@@ -14,7 +14,26 @@ struct FirestoreJSON {
 
     // MARK: Decoding
 
-    func value(_ json: JSON, _ at: String) throws(HearthError) -> Value {
+    func value(_ json: JSON, _ at: @autoclosure () -> String) throws(HearthError) -> Value {
+        // Fast path for the common scalar kinds; anything unusual takes the checked path.
+        if case .object(let members) = json, members.count == 1 {
+            switch members[0] {
+            case ("stringValue", .string(let s)) where s.utf8.count <= DocumentLimits.maxDocumentSize: return .string(s)
+            case ("integerValue", .string(let n)), ("integerValue", .number(let n)):
+                if let i = Int64(n) { return .integer(i) }
+            case ("booleanValue", .bool(let b)): return .boolean(b)
+            case ("doubleValue", .number(let n)):
+                if let d = Double(n) { return .double(d) }
+            case ("nullValue", .null): return .null
+            case ("mapValue", .object(let m)) where m.count == 1 && m[0].0 == "fields":
+                return .map(try fields(m[0].1, "\(at()).mapValue.fields"))
+            default: break
+            }
+        }
+        return try checkedValue(json, at())
+    }
+
+    func checkedValue(_ json: JSON, _ at: String) throws(HearthError) -> Value {
         let o = try ProtoObject(json, at, allowed: Self.valueKinds)
         guard o.members.count == 1, let (kind, v) = o.members.first else {
             throw .invalidArgument("Invalid value at '\(at)': a Value must set exactly one of its kinds, found \(o.members.count).")
@@ -91,14 +110,14 @@ struct FirestoreJSON {
         throw .invalidArgument("Invalid value at '\(at)' (TYPE_DOUBLE), \(json.serialized())")
     }
 
-    func fields(_ json: JSON?, _ at: String) throws(HearthError) -> [String: Value] {
+    func fields(_ json: JSON?, _ at: @autoclosure () -> String) throws(HearthError) -> [String: Value] {
         guard let json else { return [:] }
         guard case .object(let pairs) = json else {
-            throw .invalidArgument("Invalid JSON payload received. Expected an object for '\(at)'.")
+            throw .invalidArgument("Invalid JSON payload received. Expected an object for '\(at())'.")
         }
         var out: [String: Value] = [:]
         out.reserveCapacity(pairs.count)
-        for (k, v) in pairs { out[k] = try value(v, "\(at)[\(k)]") }
+        for (k, v) in pairs { out[k] = try value(v, "\(at())[\(k)]") }
         return out
     }
 
