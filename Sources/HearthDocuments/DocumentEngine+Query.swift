@@ -44,17 +44,34 @@ extension DocumentEngine {
                 throw HearthError.invalidArgument("up_to must be greater than zero.")
             }
         }
-        var q = query
-        q.select = nil
-        let result = try await runQuery(database, q, consistency: consistency)
-        // Firestore answers sum/avg from an index over the aggregated fields, so only documents
-        // that have every one of them take part — in every aggregation of the request, count too.
+        // Firestore answers sum/avg from an index over the aggregated fields: only documents
+        // that have every one of them take part (in every aggregation of the request, count
+        // too), in that index's order, so the query's offset and limit count those documents
+        // in order of the aggregated fields by field path (after explicit and inequality orders).
         let fields = aggregations.compactMap { a -> FieldPath? in
             switch a.kind {
             case .sum(let f), .avg(let f): f
             case .count: nil
             }
         }
+        var q = query
+        q.select = nil
+        if !fields.isEmpty {
+            var orders = query.orderBy
+            var inequalities: [FieldPath] = []
+            if let f = query.filter { NormalizedQuery.collectInequalities(f, into: &inequalities) }
+            if !orders.contains(where: { $0.field.isDocumentName }) {
+                let direction = orders.last?.descending ?? false
+                for f in inequalities.sorted() where !f.isDocumentName && !orders.contains(where: { $0.field == f }) {
+                    orders.append(Query.Order(f, descending: direction))
+                }
+                for f in fields.sorted() where !orders.contains(where: { $0.field == f }) {
+                    orders.append(Query.Order(f))
+                }
+                q.orderBy = orders
+            }
+        }
+        let result = try await runQuery(database, q, consistency: consistency)
         let docs = result.documents.filter { d in fields.allSatisfy { Value.map(d.fields).value(at: $0) != nil } }
         var values: [(String, Value)] = []
         for a in aggregations {
@@ -240,9 +257,13 @@ extension DocumentEngine {
                 let nameDescending = nq.orders.last?.descending ?? false
                 return (def, nameDescending != (def.fields.last?.mode == .descending))
             }
-            if have == want { return (def, false) }
+            // The index stores names in its last field's direction; the query's name order must
+            // match it (forward) or be its reverse together with every field (reverse scan).
+            let queryNameDescending = nq.orders.last?.descending ?? false
+            let indexNameDescending = def.fields.last?.mode == .descending
+            if have == want && queryNameDescending == indexNameDescending { return (def, false) }
             let flipped = want.map { IndexDefinition.Field($0.path, $0.mode == .ascending ? .descending : .ascending) }
-            if have == flipped { return (def, true) }
+            if have == flipped && queryNameDescending != indexNameDescending { return (def, true) }
         }
         return nil
     }

@@ -99,16 +99,20 @@ extension NormalizedQuery {
             default: return c >= 0
             }
         case .arrayContains:
-            guard case .array(let elements) = v else { return false }
+            guard case .array(let elements) = v, operand.typeOrder != .null else { return false }
             return elements.contains { equalForQuery($0, operand) }
+        // `array-contains null` matches nothing; in `in`, `array-contains-any` and `not-in` lists, null matches nothing, and a
+        // `not-in` list that holds null matches no document at all (as Firestore answers).
         case .in:
-            guard case .array(let options) = operand else { return false }
+            guard case .array(let options) = operand, v.typeOrder != .null else { return false }
             return options.contains { equalForQuery(v, $0) }
         case .arrayContainsAny:
             guard case .array(let elements) = v, case .array(let options) = operand else { return false }
-            return elements.contains { e in options.contains { equalForQuery(e, $0) } }
+            return elements.contains { e in e.typeOrder != .null && options.contains { equalForQuery(e, $0) } }
         case .notIn:
-            guard case .array(let options) = operand, v.typeOrder != .null else { return false }
+            guard case .array(let options) = operand, v.typeOrder != .null,
+                  !options.contains(where: { $0.typeOrder == .null })
+            else { return false }
             return !options.contains { equalForQuery(v, $0) }
         }
     }

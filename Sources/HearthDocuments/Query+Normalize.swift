@@ -19,7 +19,12 @@ public struct NormalizedQuery: Sendable {
         inequalityFields = inequalities
         var orders = query.orderBy
         var seen = Set(orders.map(\.field))
-        if !orders.contains(where: { $0.field.isDocumentName }) {
+        if let key = orders.firstIndex(where: { $0.field.isDocumentName }) {
+            // Nothing may follow the key, explicitly or as an implied inequality order.
+            if key != orders.count - 1 || inequalities.contains(where: { !seen.contains($0) }) {
+                throw .invalidArgument("order by clause cannot contain more fields after the key")
+            }
+        } else {
             // Inequality fields not already ordered come next, in field-path order, ascending
             // unless the last explicit order is descending.
             let direction = orders.last?.descending ?? false
@@ -86,9 +91,23 @@ public struct NormalizedQuery: Sendable {
             }
             var notIns = 0, arrayContainsAny = 0, notEquals = 0
             count(f, &notIns, &arrayContainsAny, &notEquals)
-            if notIns > 1 { throw .invalidArgument("A query can have at most one NOT_IN filter.") }
-            if notIns > 0 && notEquals > 0 {
-                throw .invalidArgument("A query cannot combine NOT_IN and NOT_EQUAL filters.")
+            if notIns + notEquals > 1 {
+                throw .invalidArgument("Only a single 'NOT_EQUAL', 'NOT_IN', 'IS_NOT_NAN', or 'IS_NOT_NULL' filter allowed per query.")
+            }
+            for conjunction in DNF.expand(f) {
+                let contains = conjunction.filter { if case .field(_, .arrayContains, _) = $0 { return true }; return false }
+                if contains.count > 1 {
+                    throw .invalidArgument("A maximum of 1 'ARRAY_CONTAINS' filter is allowed per disjunction.")
+                }
+            }
+            var inequalities: [FieldPath] = []
+            collectInequalities(f, into: &inequalities)
+            if hasKeyEquality(f) && !inequalities.isEmpty && !inequalities.contains(where: \.isDocumentName) {
+                throw .invalidArgument(
+                    "Equality on key is not allowed if there are other inequality fields and key does not appear in inequalities.")
+            }
+            if notIns > 0 && (arrayContainsAny > 0 || containsInOrDisjunction(f)) {
+                throw .invalidArgument("'NOT_IN' cannot be used in the same query with 'IN', 'ARRAY_CONTAINS_ANY' or 'OR'.")
             }
         }
         var seen = Set<FieldPath>()
@@ -99,11 +118,28 @@ public struct NormalizedQuery: Sendable {
         }
     }
 
+    static func containsInOrDisjunction(_ f: Query.Filter) -> Bool {
+        switch f {
+        case .field(_, .in, _): true
+        case .field, .unary: false
+        case .or(let fs): fs.count > 1 || fs.contains(where: containsInOrDisjunction)
+        case .and(let fs): fs.contains(where: containsInOrDisjunction)
+        }
+    }
+
+    static func hasKeyEquality(_ f: Query.Filter) -> Bool {
+        switch f {
+        case .field(let p, .equal, _), .field(let p, .in, _): p.isDocumentName
+        case .field, .unary: false
+        case .and(let fs), .or(let fs): fs.contains(where: hasKeyEquality)
+        }
+    }
+
     static func count(_ f: Query.Filter, _ notIns: inout Int, _ anys: inout Int, _ notEquals: inout Int) {
         switch f {
         case .field(_, .notIn, _): notIns += 1
         case .field(_, .arrayContainsAny, _): anys += 1
-        case .field(_, .notEqual, _): notEquals += 1
+        case .field(_, .notEqual, _), .unary(_, .isNotNull), .unary(_, .isNotNaN): notEquals += 1
         case .field, .unary: break
         case .and(let fs), .or(let fs): for x in fs { count(x, &notIns, &anys, &notEquals) }
         }
