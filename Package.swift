@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "hearth", targets: ["hearth"]),
         .library(name: "HearthCore", targets: ["HearthCore"]),
         .library(name: "HearthRules", targets: ["HearthRules"]),
+        .library(name: "HearthAuth", targets: ["HearthAuth"]),
         .library(name: "HearthDocuments", targets: ["HearthDocuments"]),
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
@@ -26,12 +27,24 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // Values, paths, ordering, limits, errors, JSON — no I/O.
         .target(name: "HearthCore", swiftSettings: swiftSettings),
         // The security-rules language: lexer, parser, evaluator — no I/O.
         .target(name: "HearthRules", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
+        // Accounts, password hashing, tokens — no HTTP.
+        .target(
+            name: "HearthAuth",
+            dependencies: [
+                "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The document engine: writes, transforms, queries, transactions, indexes.
         .target(
             name: "HearthDocuments",
@@ -71,6 +84,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "HearthAuthTests", dependencies: ["HearthAuth", "HearthCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),

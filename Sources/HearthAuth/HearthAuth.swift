@@ -1,0 +1,2 @@
+/// Firebase Authentication: accounts, password hashing, tokens.
+public enum HearthAuth {}
