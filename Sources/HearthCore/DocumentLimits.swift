@@ -17,10 +17,17 @@ public enum DocumentLimits {
         case .geoPoint: 16
         case .string(let s): s.utf8.count + 1
         case .bytes(let b): b.count
-        case .reference(let r): r.split(separator: "/").reduce(16) { $0 + $1.utf8.count + 1 }
+        case .reference(let r): referenceSize(r)
         case .array(let a): a.reduce(0) { $0 + valueSize($1) }
         case .map(let m): mapSize(m)
         }
+    }
+
+    /// A reference is sized as its document name: the segments after `/documents/`.
+    static func referenceSize(_ r: String) -> Int {
+        let segments = r.split(separator: "/", omittingEmptySubsequences: false)
+        let start = (segments.firstIndex(of: "documents") ?? -1) + 1
+        return segments[start...].reduce(16) { $0 + $1.utf8.count + 1 }
     }
 
     public static func mapSize(_ m: [String: Value]) -> Int {

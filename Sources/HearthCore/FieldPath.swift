@@ -4,6 +4,18 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
 
     public init(_ segments: [String]) { self.segments = segments }
 
+    /// Equality and hashing by UTF-8 bytes, as Firestore compares field names.
+    public static func == (a: FieldPath, b: FieldPath) -> Bool {
+        a.segments.count == b.segments.count && zip(a.segments, b.segments).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for s in segments {
+            hasher.combine(s.utf8.count)
+            for b in s.utf8 { hasher.combine(b) }
+        }
+    }
+
     public static let documentName = FieldPath(["__name__"])
     public var isDocumentName: Bool { segments.count == 1 && segments[0] == "__name__" }
 

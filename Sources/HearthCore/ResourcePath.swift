@@ -6,6 +6,19 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
     public init(_ segments: [String]) { self.segments = segments }
     public static let root = ResourcePath([])
 
+    /// Equality and hashing by UTF-8 bytes, as Firestore compares names (not by Unicode
+    /// canonical equivalence, as Swift's `String ==` does).
+    public static func == (a: ResourcePath, b: ResourcePath) -> Bool {
+        a.segments.count == b.segments.count && zip(a.segments, b.segments).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for s in segments {
+            hasher.combine(s.utf8.count)
+            for b in s.utf8 { hasher.combine(b) }
+        }
+    }
+
     public init(parsing text: String) {
         segments = text.isEmpty ? [] : text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
     }

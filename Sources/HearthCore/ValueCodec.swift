@@ -95,17 +95,25 @@ public enum ValueCodec {
             }
         }
 
+        /// A length or count that must fit in the bytes that remain.
+        mutating func length() throws(HearthError) -> Int {
+            let v = try varint()
+            guard v <= UInt64(bytes.count - offset) else { throw HearthError(.dataLoss, "Corrupt stored document (length).") }
+            return Int(v)
+        }
+
         mutating func raw(_ n: Int) throws(HearthError) -> ArraySlice<UInt8> {
-            guard n >= 0, offset + n <= bytes.count else { throw HearthError(.dataLoss, "Truncated stored document.") }
+            guard n >= 0, n <= bytes.count - offset else { throw HearthError(.dataLoss, "Truncated stored document.") }
             defer { offset += n }
             return bytes[offset..<(offset + n)]
         }
 
         mutating func string() throws(HearthError) -> String {
-            String(decoding: try raw(Int(try varint())), as: UTF8.self)
+            String(decoding: try raw(try length()), as: UTF8.self)
         }
 
-        mutating func value(tag: UInt8? = nil) throws(HearthError) -> Value {
+        mutating func value(tag: UInt8? = nil, depth: Int = 0) throws(HearthError) -> Value {
+            guard depth < 64 else { throw HearthError(.dataLoss, "Corrupt stored document (nesting).") }
             let t: UInt8
             if let tag { t = tag } else { t = try byte() }
             switch t {
@@ -116,24 +124,26 @@ public enum ValueCodec {
             case 4: return .double(Double(bitPattern: try fixed()))
             case 5:
                 let s = Int64(bitPattern: try fixed())
-                return .timestamp(Timestamp(seconds: s, nanos: Int32(truncatingIfNeeded: try varint())))
+                let nanos = try varint()
+                guard nanos < 1_000_000_000 else { throw HearthError(.dataLoss, "Corrupt stored document (timestamp).") }
+                return .timestamp(Timestamp(seconds: s, nanos: Int32(nanos)))
             case 6: return .string(try string())
-            case 7: return .bytes(Array(try raw(Int(try varint()))))
+            case 7: return .bytes(Array(try raw(try length())))
             case 8: return .reference(try string())
             case 9: return .geoPoint(latitude: Double(bitPattern: try fixed()), longitude: Double(bitPattern: try fixed()))
             case 10:
-                let n = Int(try varint())
+                let n = try length()
                 var a: [Value] = []
                 a.reserveCapacity(min(n, 1024))
-                for _ in 0..<n { a.append(try value()) }
+                for _ in 0..<n { a.append(try value(depth: depth + 1)) }
                 return .array(a)
             case 11:
-                let n = Int(try varint())
+                let n = try length()
                 var m: [String: Value] = [:]
                 m.reserveCapacity(min(n, 1024))
                 for _ in 0..<n {
                     let k = try string()
-                    m[k] = try value()
+                    m[k] = try value(depth: depth + 1)
                 }
                 return .map(m)
             default: throw HearthError(.dataLoss, "Corrupt stored document (tag \(t)).")

@@ -29,7 +29,11 @@ public final class CommitClock: Sendable {
     /// The current time as a read time (not greater than the next commit time).
     public func current() -> Timestamp {
         let t = now()
-        return Timestamp(microseconds: last.withLock { max(t, $0) })
+        // Advancing `last` guarantees every later commit time is greater than this read time.
+        return Timestamp(microseconds: last.withLock { last in
+            last = max(t, last)
+            return last
+        })
     }
 
     public func observe(_ time: Timestamp) {

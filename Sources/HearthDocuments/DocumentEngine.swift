@@ -285,6 +285,20 @@ public final class DocumentEngine: Sendable {
             throw HearthError.invalidArgument("Parent \"\(parent.text)\" must be a document or the database root.")
         }
         let db = database.database
-        return try await store.read { r in try r.collectionIds(db, parent: parent) }
+        let (readTime, _) = try snapshot(for: consistency, database: database)
+        guard let readTime else { return try await store.read { r in try r.collectionIds(db, parent: parent) } }
+        // At a past time: the collections of the documents that existed then.
+        let nq = try NormalizedQuery(Query(parent: parent, collectionId: "", allDescendants: true), database: database)
+        let docs = try await store.read { [self] r in
+            var skipped = 0
+            return try self.executeAtReadTime(nq, r, readTime, skipped: &skipped)
+        }
+        var ids: [String] = []
+        var seen = Set<[UInt8]>()
+        for d in docs where d.path.segments.count > parent.segments.count {
+            let id = d.path.segments[parent.segments.count]
+            if seen.insert(Array(id.utf8)).inserted { ids.append(id) }
+        }
+        return ids.sorted { ValueOrdering.compareUTF8($0, $1) < 0 }
     }
 }

@@ -10,9 +10,9 @@ extension Value {
         case (.integer(let a), .integer(let b)): a == b
         case (.double(let a), .double(let b)): a.bitPattern == b.bitPattern
         case (.timestamp(let a), .timestamp(let b)): a == b
-        case (.string(let a), .string(let b)): a == b
+        case (.string(let a), .string(let b)): a.utf8.elementsEqual(b.utf8)
         case (.bytes(let a), .bytes(let b)): a == b
-        case (.reference(let a), .reference(let b)): a == b
+        case (.reference(let a), .reference(let b)): a.utf8.elementsEqual(b.utf8)
         case (.geoPoint(let a, let b), .geoPoint(let c, let d)): a.bitPattern == c.bitPattern && b.bitPattern == d.bitPattern
         case (.array(let a), .array(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.identical(to: $1) }
         case (.map(let a), .map(let b)): Value.identical(a, b)
@@ -25,6 +25,10 @@ extension Value {
         for (k, v) in a {
             guard let w = b[k], v.identical(to: w) else { return false }
         }
+        // Keys that are canonically equivalent but differ in bytes count as a change.
+        let ka = a.keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+        let kb = b.keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+        if ka != kb { return false }
         return true
     }
 }

@@ -62,10 +62,15 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
         case .group(let id): (column, value) = ("collection_id", id)
         case .descendants(let parent):
             // Documents below `parent` are those whose parent collection lies below it.
-            let stmt = try db.cachedStatement(
-                sql: "SELECT path, data, create_us, update_us FROM documents WHERE db = ? AND parent >= ? AND parent < ?")
-            let (lo, hi) = parent.isRoot ? ("", "\u{10FFFF}") : (parent.text + "/", parent.text + "0")
-            let rows = try Row.fetchCursor(stmt, arguments: [database, lo, hi])
+            let rows: RowCursor
+            if parent.isRoot {
+                let stmt = try db.cachedStatement(sql: "SELECT path, data, create_us, update_us FROM documents WHERE db = ?")
+                rows = try Row.fetchCursor(stmt, arguments: [database])
+            } else {
+                let stmt = try db.cachedStatement(
+                    sql: "SELECT path, data, create_us, update_us FROM documents WHERE db = ? AND parent >= ? AND parent < ?")
+                rows = try Row.fetchCursor(stmt, arguments: [database, parent.text + "/", parent.text + "0"])
+            }
             while let row = try rows.next() {
                 let doc = try decodeDocument(path: ResourcePath(parsing: row[0]), data: row[1], create: row[2], update: row[3])
                 if try !visit(doc) { return }
@@ -96,22 +101,30 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
         }
     }
 
-    /// Skip-scan over parent collections: each step finds the next collection id under `parent`.
+    /// Skip-scan over parent collections: each step finds the next parent collection path
+    /// below `parent`; the id is its first segment. A collection's own path and the paths
+    /// below it ("id/…") are not contiguous ("id-x" sorts between), so each step either moves
+    /// just past an exact match or jumps over the whole "id/" range; the cursor only grows.
     func collectionIds(_ database: String, parent: ResourcePath) throws -> [String] {
         let prefix = parent.isRoot ? "" : parent.text + "/"
-        let end = parent.isRoot ? "\u{10FFFF}" : parent.text + "0"  // '0' follows '/'
-        let atLeast = try db.cachedStatement(sql: "SELECT parent FROM documents WHERE db = ? AND parent >= ? AND parent < ? ORDER BY parent LIMIT 1")
-        let after = try db.cachedStatement(sql: "SELECT parent FROM documents WHERE db = ? AND parent > ? AND parent < ? ORDER BY parent LIMIT 1")
+        let end: String? = parent.isRoot ? nil : parent.text + "0"  // '0' follows '/'
+        let upper = end == nil ? "" : " AND parent < ?"
+        let atLeast = try db.cachedStatement(sql: "SELECT parent FROM documents WHERE db = ? AND parent >= ?\(upper) ORDER BY parent LIMIT 1")
+        let after = try db.cachedStatement(sql: "SELECT parent FROM documents WHERE db = ? AND parent > ?\(upper) ORDER BY parent LIMIT 1")
+        func fetch(_ stmt: Statement, _ from: String) throws -> String? {
+            try String.fetchOne(stmt, arguments: StatementArguments([database, from] + (end.map { [$0] } ?? [])))
+        }
         var ids: [String] = []
-        var next = try String.fetchOne(atLeast, arguments: [database, prefix, end])
+        var seen = Set<[UInt8]>()
+        var next = try fetch(atLeast, prefix)
         while let found = next, found.hasPrefix(prefix) {
             let rest = found.dropFirst(prefix.count)
             let id = String(rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)])
-            ids.append(id)
-            // Skip the collection itself and everything below it ("id/…" sorts before "id0").
-            next = try String.fetchOne(after, arguments: [database, prefix + id, end])
-            if let n = next, n.hasPrefix(prefix + id + "/") {
-                next = try String.fetchOne(atLeast, arguments: [database, prefix + id + "0", end])
+            if seen.insert(Array(id.utf8)).inserted { ids.append(id) }
+            if found.utf8.elementsEqual((prefix + id).utf8) {
+                next = try fetch(after, found)
+            } else {
+                next = try fetch(atLeast, prefix + id + "0")
             }
         }
         return ids.sorted { ValueOrdering.compareUTF8($0, $1) < 0 }
@@ -186,7 +199,7 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
 
     func recordHistory(_ database: String, _ path: ResourcePath, previous: Document?, until: Timestamp) throws {
         let stmt = try db.cachedStatement(
-            sql: "INSERT OR REPLACE INTO history(until_us, db, path, data, create_us, update_us) VALUES (?, ?, ?, ?, ?, ?)")
+            sql: "INSERT OR IGNORE INTO history(until_us, db, path, data, create_us, update_us) VALUES (?, ?, ?, ?, ?, ?)")
         try stmt.execute(arguments: [
             until.microseconds, database, path.text, previous.map { Self.data(ValueCodec.encode($0.fields)) },
             previous?.createTime.microseconds, previous?.updateTime.microseconds,

@@ -3,11 +3,12 @@ import Testing
 
 /// Firestore's total order over values, checked on a ladder of ranks: every value of a rank
 /// compares equal to the others of its rank and below every value of a later rank.
+private func ref(_ path: String) -> Value { .reference("projects/p/databases/(default)/documents/" + path) }
+private func ts(_ s: Int64, _ n: Int32 = 0) -> Value { .timestamp(Timestamp(seconds: s, nanos: n)) }
+private func vector(_ elements: [Value]) -> Value { ValueGenerator.vector(elements) }
+
 @Suite("Value ordering")
 struct ValueOrderingTests {
-    static func ref(_ path: String) -> Value { .reference("projects/p/databases/(default)/documents/" + path) }
-    static func ts(_ s: Int64, _ n: Int32 = 0) -> Value { .timestamp(Timestamp(seconds: s, nanos: n)) }
-    static let vector = ValueGenerator.vector
 
     static let ladder: [[Value]] = [
         [.null],
@@ -169,7 +170,7 @@ struct ValueOrderingTests {
             NumberCase(a: .integer(.max), b: .double(9.223372036854775807e18), expected: -1),
             NumberCase(a: .double(9.223372036854775807e18), b: .integer(.max), expected: 1),
             NumberCase(a: .integer(.min), b: .double(-9.223372036854775808e18), expected: 0),
-            NumberCase(a: .integer(.min), b: .double(-9.223372036854775808e18.nextDown), expected: 1),
+            NumberCase(a: .integer(.min), b: .double((-9.223372036854775808e18).nextDown), expected: 1),
             NumberCase(a: .integer(0), b: .double(-0.0), expected: 0),
             NumberCase(a: .double(-0.0), b: .double(0), expected: 0),
             NumberCase(a: .integer(2), b: .double(1.5), expected: 1),

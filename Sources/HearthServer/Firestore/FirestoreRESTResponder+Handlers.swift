@@ -302,7 +302,8 @@ extension FirestoreRESTResponder {
         let o = try ProtoObject(body, "", allowed: ["parent", "pageSize", "pageToken", "readTime"])
         let pageSize = Int(try o.int32("pageSize") ?? 0)
         if pageSize < 0 { throw HearthError.invalidArgument("page_size must be non-negative.") }
-        let ids = try await engine.listCollectionIds(t.database, parent: t.path)
+        let consistency: ReadConsistency = try o.timestamp("readTime").map { .readTime($0) } ?? .latest
+        let ids = try await engine.listCollectionIds(t.database, parent: t.path, consistency: consistency)
         var start = 0
         if let token = try o.string("pageToken"), !token.isEmpty {
             guard let data = Data(base64Encoded: token), let after = String(data: data, encoding: .utf8) else {
