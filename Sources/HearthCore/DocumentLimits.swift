@@ -70,6 +70,11 @@ public enum DocumentLimits {
             if k.hasPrefix("__") && k.hasSuffix("__") && k.utf8.count >= 4 && !(k == "__type__" || k == "value") {
                 throw .invalidArgument("Field name \"\(k)\" is invalid because it is reserved.")
             }
+            if v.isVector, let elements = v.mapValue?["value"]?.arrayValue {
+                if elements.isEmpty { throw .invalidArgument("Cannot have a zero length vector.") }
+                if elements.count > 2048 { throw .invalidArgument("Vector field \"\(k)\" has more than 2048 dimensions.") }
+                if !elements.allSatisfy(\.isNumber) { throw .invalidArgument("Vector field \"\(k)\" must hold only numbers.") }
+            }
             if case .map(let sub) = v { try validateFieldNames(sub, path: path) }
             if case .array(let a) = v {
                 for e in a {

@@ -66,7 +66,7 @@ extension DocumentEngine {
                     orders.append(Query.Order(f, descending: direction))
                 }
                 for f in fields.sorted() where !orders.contains(where: { $0.field == f }) {
-                    orders.append(Query.Order(f))
+                    orders.append(Query.Order(f, descending: direction))
                 }
                 q.orderBy = orders
             }

@@ -122,7 +122,7 @@ public struct NormalizedQuery: Sendable {
         switch f {
         case .field(_, .in, _): true
         case .field, .unary: false
-        case .or(let fs): fs.count > 1 || fs.contains(where: containsInOrDisjunction)
+        case .or: true
         case .and(let fs): fs.contains(where: containsInOrDisjunction)
         }
     }

@@ -444,3 +444,25 @@ def restart_server(server):
         return server
 
     return restart
+
+
+@pytest.fixture(scope="session")
+def oracle_rest_base(tmp_path_factory):
+    """REST base URL of Google's Firestore emulator running *next to* the target, as the oracle
+    of the differential tests (test_differential.py). Reuses ``HEARTH_EMULATOR_HOST`` when set;
+    otherwise starts its own emulator (found like the emulator target finds it) and stops it at
+    the end of the session. Skips when no emulator can be found."""
+    if not os.environ.get("HEARTH_EMULATOR_HOST"):
+        try:
+            binary = _emulator_binary()
+        except RuntimeError as e:
+            pytest.skip(f"Google's Firestore emulator (the differential oracle) not found: {e}")
+        if not os.access(binary, os.X_OK):
+            pytest.skip(f"Google's Firestore emulator (the differential oracle) not found: "
+                        f"{binary} is not executable")
+    srv = EmulatorServer(tmp_path_factory.mktemp("oracle"))
+    srv.start()
+    try:
+        yield srv.rest_base
+    finally:
+        srv.stop()

@@ -150,7 +150,9 @@ extension FirestoreJSON {
             var filters: [Query.Filter] = []
             for (i, f) in try c.array("filters").enumerated() { filters.append(try filter(f, "\(at).compositeFilter.filters[\(i)]")) }
             guard !filters.isEmpty else { throw .invalidArgument("A composite filter must contain at least one filter.") }
-            if filters.count == 1 { return filters[0] }
+            // A one-filter AND is that filter; a one-filter OR stays an OR, as Firestore's
+            // validation treats it (e.g. NOT_IN inside any OR is refused).
+            if filters.count == 1 && op == 1 { return filters[0] }
             return op == 1 ? .and(filters) : .or(filters)
         }
         if let f = try o.object("fieldFilter", allowed: ["field", "op", "value"]) {
