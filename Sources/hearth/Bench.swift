@@ -107,6 +107,8 @@ struct Bench: AsyncParsableCommand {
                     q.limit = 20
                     _ = try await engine.runQuery(DatabaseName(project: "demo-hearth", database: "(default)"), q)
                     print(try await load.run("hearth: 20-doc query page, \(size) docs") { _ in (HTTPMethod.POST, "\(base):runQuery", query) })
+                    let single = Load(client: load.client, clients: 1, duration: load.duration)
+                    print(try await single.run("  same, 1 client (unloaded latency)") { _ in (HTTPMethod.POST, "\(base):runQuery", query) })
                 }
             }
         }
