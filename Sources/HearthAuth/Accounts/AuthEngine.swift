@@ -1,0 +1,251 @@
+public import HearthCore
+import Crypto
+import Foundation
+
+/// Firebase Authentication's behaviour over any ``AuthStore``: accounts, passwords, sessions,
+/// out-of-band codes. Knows nothing of HTTP; every failure is a `HearthError` whose message is
+/// Firebase's error string (see ``AuthErrorCode``).
+public final class AuthEngine: Sendable {
+    public struct Configuration: Sendable {
+        public var passwordHashing: ScryptParameters
+        public var minPasswordLength: Int
+        /// Collapse EMAIL_NOT_FOUND / INVALID_PASSWORD into INVALID_LOGIN_CREDENTIALS.
+        public var emailEnumerationProtection: Bool
+        public var allowAnonymousSignUp: Bool
+        /// Failed password sign-ins per account before TOO_MANY_ATTEMPTS_TRY_LATER.
+        public var accountFailureLimit: Int
+        /// Password sign-in attempts per client address.
+        public var addressAttemptLimit: Int
+        public var attemptWindowSeconds: Int64
+        public var oobCodeLifetimeSeconds: Int64
+        /// How recent a client's sign-in must be to change email or password or delete the account.
+        public var recentLoginSeconds: Int64
+
+        public init(
+            passwordHashing: ScryptParameters = .strong, minPasswordLength: Int = 6, emailEnumerationProtection: Bool = false,
+            allowAnonymousSignUp: Bool = true, accountFailureLimit: Int = 10, addressAttemptLimit: Int = 100,
+            attemptWindowSeconds: Int64 = 300, oobCodeLifetimeSeconds: Int64 = 3600, recentLoginSeconds: Int64 = 300
+        ) {
+            self.passwordHashing = passwordHashing
+            self.minPasswordLength = minPasswordLength
+            self.emailEnumerationProtection = emailEnumerationProtection
+            self.allowAnonymousSignUp = allowAnonymousSignUp
+            self.accountFailureLimit = accountFailureLimit
+            self.addressAttemptLimit = addressAttemptLimit
+            self.attemptWindowSeconds = attemptWindowSeconds
+            self.oobCodeLifetimeSeconds = oobCodeLifetimeSeconds
+            self.recentLoginSeconds = recentLoginSeconds
+        }
+    }
+
+    /// What a successful sign-in returns (the fields of Firebase's sign-in responses).
+    public struct Session: Sendable {
+        public var account: Account
+        public var idToken: String
+        public var refreshToken: String
+        /// Seconds (`expiresIn`).
+        public var expiresIn: Int64
+        public var isNewUser: Bool
+    }
+
+    public let store: any AuthStore
+    public let tokens: TokenService
+    public let configuration: Configuration
+    public let clock: AuthClock
+    let accountFailures: AttemptLimiter
+    let addressAttempts: AttemptLimiter
+
+    public init(store: any AuthStore, tokens: TokenService, configuration: Configuration = .init()) {
+        self.store = store
+        self.tokens = tokens
+        self.configuration = configuration
+        self.clock = tokens.clock
+        let window = configuration.attemptWindowSeconds * 1000
+        accountFailures = AttemptLimiter(.init(attempts: configuration.accountFailureLimit, windowMillis: window))
+        addressAttempts = AttemptLimiter(.init(attempts: configuration.addressAttemptLimit, windowMillis: window))
+    }
+
+    // MARK: Validation
+
+    /// Lower-cased and checked the way the Auth emulator does (`local@domain`, no spaces).
+    public static func normalizeEmail(_ email: String) throws(HearthError) -> String {
+        let e = email.lowercased()
+        let parts = e.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty, e.utf8.count <= 256,
+            !e.contains(where: { $0.isWhitespace })
+        else { throw AuthErrorCode.invalidEmail.error() }
+        return e
+    }
+
+    func checkPassword(_ password: String?) throws(HearthError) -> String {
+        guard let password, !password.isEmpty else { throw AuthErrorCode.missingPassword.error() }
+        guard password.count >= configuration.minPasswordLength else {
+            throw AuthErrorCode.weakPassword.error("Password should be at least \(configuration.minPasswordLength) characters")
+        }
+        return password
+    }
+
+    static func checkUID(_ uid: String) throws(HearthError) {
+        guard !uid.isEmpty, uid.utf8.count <= 128 else { throw AuthErrorCode.invalidLocalID.error() }
+    }
+
+    static func randomString(_ count: Int, alphabet: String = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") -> String {
+        var rng = SystemRandomNumberGenerator()
+        let chars = Array(alphabet)
+        return String((0..<count).map { _ in chars[Int.random(in: 0..<chars.count, using: &rng)] })
+    }
+
+    /// A new uid as Firebase makes them (28 alphanumerics).
+    public static func newUID() -> String { randomString(28) }
+
+    // MARK: Sessions
+
+    /// Mints an ID token and a fresh refresh token for `account` and stores the latter's hash.
+    func startSession(
+        _ account: Account, provider: String, extraClaims: JSON? = nil, isNewUser: Bool, in w: any AuthStoreWriter
+    ) throws -> Session {
+        let now = clock.seconds
+        let refresh = Self.randomString(64, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        try w.insertRefreshToken(RefreshTokenRecord(
+            tokenHash: Self.hashRefreshToken(refresh), uid: account.uid, signInProvider: provider, authTime: now,
+            extraClaims: extraClaims?.serialized(), createdAt: now))
+        let id = try tokens.mintIDToken(for: account, signInProvider: provider, authTime: now, extraClaims: extraClaims)
+        return Session(account: account, idToken: id, refreshToken: refresh, expiresIn: TokenService.idTokenLifetime, isNewUser: isNewUser)
+    }
+
+    static func hashRefreshToken(_ token: String) -> String {
+        SHA256.hash(data: Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// `accounts:signUp`: email + password, or neither for an anonymous user.
+    public func signUp(
+        email: String?, password: String?, displayName: String? = nil, photoURL: String? = nil
+    ) async throws -> Session {
+        if email == nil && password == nil {
+            guard configuration.allowAnonymousSignUp else { throw AuthErrorCode.adminOnlyOperation.error() }
+            let now = clock.millis()
+            let account = Account(uid: Self.newUID(), displayName: displayName, photoURL: photoURL, createdAt: now, lastLoginAt: now, validSince: now / 1000)
+            return try await store.write { w in
+                try w.save(account)
+                return try self.startSession(account, provider: "anonymous", isNewUser: true, in: w)
+            }
+        }
+        guard let email, !email.isEmpty else { throw AuthErrorCode.missingEmail.error() }
+        let normalized = try Self.normalizeEmail(email)
+        let hash = try configuration.passwordHashing.hash(try checkPassword(password))
+        let now = clock.millis()
+        let account = Account(
+            uid: Self.newUID(), email: normalized, passwordHash: hash, passwordUpdatedAt: now, displayName: displayName,
+            photoURL: photoURL, createdAt: now, lastLoginAt: now, validSince: now / 1000)
+        return try await store.write { w in
+            guard try w.account(email: normalized) == nil else { throw AuthErrorCode.emailExists.error() }
+            try w.save(account)
+            return try self.startSession(account, provider: "password", isNewUser: true, in: w)
+        }
+    }
+
+    /// `accounts:signInWithPassword`. `clientAddress` feeds the per-address attempt limit.
+    public func signInWithPassword(email: String, password: String, clientAddress: String? = nil) async throws -> Session {
+        let normalized = try Self.normalizeEmail(email)
+        guard !password.isEmpty else { throw AuthErrorCode.missingPassword.error() }
+        let now = clock.millis()
+        let accountKey = "email:" + normalized
+        if let clientAddress {
+            guard !addressAttempts.isBlocked(clientAddress, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
+            addressAttempts.record(clientAddress, now: now)
+        }
+        guard !accountFailures.isBlocked(accountKey, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
+        let protect = configuration.emailEnumerationProtection
+        guard let account = try await store.read({ r in try r.account(email: normalized) }), let hash = account.passwordHash else {
+            accountFailures.record(accountKey, now: now)
+            throw (protect ? AuthErrorCode.invalidLoginCredentials : .emailNotFound).error()
+        }
+        guard try hash.verify(password) else {
+            accountFailures.record(accountKey, now: now)
+            throw (protect ? AuthErrorCode.invalidLoginCredentials : .invalidPassword).error()
+        }
+        guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
+        accountFailures.reset(accountKey)
+        // Imported or outdated hashes are replaced by the native scheme now that the password is known.
+        let upgraded = hash.isNative(configuration.passwordHashing) ? nil : try configuration.passwordHashing.hash(password)
+        return try await store.write { w in
+            guard var current = try w.account(uid: account.uid), current.passwordHash == hash else {
+                throw AuthErrorCode.invalidPassword.error()
+            }
+            if let upgraded { current.passwordHash = upgraded }
+            current.lastLoginAt = now
+            try w.save(current)
+            return try self.startSession(current, provider: "password", isNewUser: false, in: w)
+        }
+    }
+
+    /// `accounts:signInWithCustomToken`: creates the user on first use.
+    public func signInWithCustomToken(_ token: String) async throws -> Session {
+        let verified = try tokens.verifyCustomToken(token)
+        let now = clock.millis()
+        return try await store.write { w in
+            var isNew = false
+            var account: Account
+            if let existing = try w.account(uid: verified.uid) {
+                account = existing
+                guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
+            } else {
+                isNew = true
+                account = Account(uid: verified.uid, createdAt: now, validSince: now / 1000)
+            }
+            account.lastLoginAt = now
+            try w.save(account)
+            return try self.startSession(account, provider: "custom", extraClaims: verified.claims, isNewUser: isNew, in: w)
+        }
+    }
+
+    /// `securetoken v1/token` with `grant_type=refresh_token`: a new ID token; the refresh token stays valid.
+    public func refresh(_ refreshToken: String) async throws -> Session {
+        guard !refreshToken.isEmpty else { throw AuthErrorCode.missingRefreshToken.error() }
+        let hash = Self.hashRefreshToken(refreshToken)
+        let now = clock.millis()
+        return try await store.write { w in
+            guard let record = try w.refreshToken(hash: hash) else { throw AuthErrorCode.invalidRefreshToken.error() }
+            guard var account = try w.account(uid: record.uid) else { throw AuthErrorCode.userNotFound.error() }
+            guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
+            guard record.createdAt >= account.validSince else { throw AuthErrorCode.tokenExpired.error() }
+            account.lastRefreshAt = now
+            try w.save(account)
+            let extra = try record.extraClaims.map { try JSON.parse($0) }
+            let id = try self.tokens.mintIDToken(for: account, signInProvider: record.signInProvider, authTime: record.authTime, extraClaims: extra)
+            return Session(account: account, idToken: id, refreshToken: refreshToken, expiresIn: TokenService.idTokenLifetime, isNewUser: false)
+        }
+    }
+
+    /// Verifies an ID token; with `checkRevoked`, also that the account exists, is enabled and
+    /// has not revoked tokens issued before the token (`iat < validSince`).
+    public func verifyIDToken(_ token: String, checkRevoked: Bool = false) async throws -> VerifiedIDToken {
+        let v = try tokens.verifyIDToken(token)
+        if checkRevoked { _ = try await account(for: v) }
+        return v
+    }
+
+    /// The account a verified token names, checked for deletion, disabling and revocation.
+    func account(for v: VerifiedIDToken) async throws -> Account {
+        guard let account = try await store.read({ r in try r.account(uid: v.uid) }) else { throw AuthErrorCode.userNotFound.error() }
+        guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
+        guard v.issuedAt >= account.validSince else { throw AuthErrorCode.tokenExpired.error() }
+        return account
+    }
+
+    /// The account behind a client's ID token (`accounts:lookup {idToken}` and the other client calls).
+    public func account(idToken: String) async throws -> Account {
+        try await account(for: tokens.verifyIDToken(idToken))
+    }
+
+    /// Revokes every refresh token and ID token issued before now (`validSince` = now).
+    public func revokeTokens(uid: String) async throws {
+        let now = clock.seconds
+        try await store.write { w in
+            guard var a = try w.account(uid: uid) else { throw AuthErrorCode.userNotFound.error() }
+            a.validSince = now
+            try w.save(a)
+            try w.deleteRefreshTokens(uid: uid)
+        }
+    }
+}

@@ -1,0 +1,89 @@
+public import HearthCore
+
+/// Firebase Authentication's error strings, each with the canonical code Hearth carries it under.
+/// The transport renders `HearthError.message` as Firebase's `error.message` (for example
+/// `WEAK_PASSWORD : Password should be at least 6 characters`); clients split it at the first `:`.
+public enum AuthErrorCode: String, Sendable, CaseIterable {
+    case emailExists = "EMAIL_EXISTS"
+    case emailNotFound = "EMAIL_NOT_FOUND"
+    case invalidPassword = "INVALID_PASSWORD"
+    case invalidLoginCredentials = "INVALID_LOGIN_CREDENTIALS"
+    case userDisabled = "USER_DISABLED"
+    case userNotFound = "USER_NOT_FOUND"
+    case weakPassword = "WEAK_PASSWORD"
+    case missingPassword = "MISSING_PASSWORD"
+    case missingEmail = "MISSING_EMAIL"
+    case invalidEmail = "INVALID_EMAIL"
+    case invalidIDToken = "INVALID_ID_TOKEN"
+    case tokenExpired = "TOKEN_EXPIRED"
+    case credentialTooOld = "CREDENTIAL_TOO_OLD_LOGIN_AGAIN"
+    case invalidRefreshToken = "INVALID_REFRESH_TOKEN"
+    case missingRefreshToken = "MISSING_REFRESH_TOKEN"
+    case tooManyAttempts = "TOO_MANY_ATTEMPTS_TRY_LATER"
+    case invalidCustomToken = "INVALID_CUSTOM_TOKEN"
+    case credentialMismatch = "CREDENTIAL_MISMATCH"
+    case invalidClaims = "INVALID_CLAIMS"
+    case claimsTooLarge = "CLAIMS_TOO_LARGE"
+    case forbiddenClaim = "FORBIDDEN_CLAIM"
+    case duplicateLocalID = "DUPLICATE_LOCAL_ID"
+    case duplicateEmail = "DUPLICATE_EMAIL"
+    case invalidLocalID = "INVALID_LOCAL_ID"
+    case missingLocalID = "MISSING_LOCAL_ID"
+    case invalidOOBCode = "INVALID_OOB_CODE"
+    case expiredOOBCode = "EXPIRED_OOB_CODE"
+    case missingOOBCode = "MISSING_OOB_CODE"
+    case invalidPageSelection = "INVALID_PAGE_SELECTION"
+    case invalidHashAlgorithm = "INVALID_HASH_ALGORITHM"
+    case invalidPasswordHash = "INVALID_PASSWORD_HASH"
+    case invalidDisplayName = "INVALID_DISPLAY_NAME"
+    case invalidPhotoURL = "INVALID_PHOTO_URL"
+    case operationNotAllowed = "OPERATION_NOT_ALLOWED"
+    case adminOnlyOperation = "ADMIN_ONLY_OPERATION"
+    case missingRequestType = "MISSING_REQ_TYPE"
+    case invalidRequestType = "INVALID_REQ_TYPE"
+
+    /// The canonical code this error travels under inside Hearth.
+    public var canonical: ErrorCode {
+        switch self {
+        case .emailExists, .duplicateLocalID, .duplicateEmail: .alreadyExists
+        case .emailNotFound, .userNotFound: .notFound
+        case .invalidPassword, .invalidLoginCredentials, .invalidIDToken, .tokenExpired, .credentialTooOld,
+            .invalidRefreshToken, .invalidCustomToken, .credentialMismatch:
+            .unauthenticated
+        case .userDisabled, .adminOnlyOperation, .operationNotAllowed: .permissionDenied
+        case .tooManyAttempts: .resourceExhausted
+        default: .invalidArgument
+        }
+    }
+
+    /// The detail Firebase appends after ` : `, where it has a fixed one.
+    public var defaultDetail: String? {
+        switch self {
+        case .weakPassword: "Password should be at least 6 characters"
+        default: nil
+        }
+    }
+
+    /// This error as a value; `detail` is appended as Firebase does (`CODE : detail`).
+    public func error(_ detail: String? = nil) -> HearthError {
+        let detail = detail ?? defaultDetail
+        return HearthError(canonical, detail.map { "\(rawValue) : \($0)" } ?? rawValue)
+    }
+}
+
+extension HearthError {
+    /// The Firebase Auth error string this error carries (the text before the first `:`).
+    public var authErrorCode: AuthErrorCode? {
+        let head = message.split(separator: ":", maxSplits: 1).first.map { $0.trimmingCharacters(in: " ") } ?? ""
+        return AuthErrorCode(rawValue: head)
+    }
+}
+
+extension Substring {
+    func trimmingCharacters(in set: Character) -> String {
+        var s = self[...]
+        while s.first == set { s = s.dropFirst() }
+        while s.last == set { s = s.dropLast() }
+        return String(s)
+    }
+}

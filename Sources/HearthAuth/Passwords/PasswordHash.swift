@@ -1,0 +1,149 @@
+public import HearthCore
+import Crypto
+import _CryptoExtras
+import Foundation
+
+/// Firebase's modified scrypt parameters (a project's "password hash parameters").
+public struct FirebaseScryptParameters: Sendable, Hashable {
+    public var signerKey: [UInt8]
+    public var saltSeparator: [UInt8]
+    public var rounds: Int
+    public var memoryCost: Int
+
+    public init(signerKey: [UInt8], saltSeparator: [UInt8], rounds: Int, memoryCost: Int) {
+        self.signerKey = signerKey
+        self.saltSeparator = saltSeparator
+        self.rounds = rounds
+        self.memoryCost = memoryCost
+    }
+
+    /// From the base64 strings the Firebase console shows.
+    public init(base64SignerKey: String, base64SaltSeparator: String, rounds: Int, memoryCost: Int) throws(HearthError) {
+        guard let key = Base64.decode(base64SignerKey), let sep = Base64.decode(base64SaltSeparator) else {
+            throw AuthErrorCode.invalidHashAlgorithm.error("signerKey and saltSeparator must be base64")
+        }
+        self.init(signerKey: key, saltSeparator: sep, rounds: rounds, memoryCost: memoryCost)
+    }
+}
+
+/// Which of password and salt an imported HMAC/plain hash fed first (`--hash-input-order`).
+public enum HashInputOrder: String, Sendable, Hashable {
+    case passwordFirst = "PASSWORD_FIRST"
+    case saltFirst = "SALT_FIRST"
+}
+
+/// A stored password hash with everything needed to verify it. Hearth hashes new passwords
+/// with standard scrypt and a per-user salt; imported hashes keep their own algorithm until
+/// the next successful sign-in, when the engine re-hashes them.
+public enum PasswordHash: Sendable, Hashable {
+    /// Standard scrypt (RFC 7914): N = 2^logN.
+    case scrypt(logN: Int, r: Int, p: Int, salt: [UInt8], hash: [UInt8])
+    /// Firebase's modified scrypt (`SCRYPT` in imports and exports).
+    case firebaseScrypt(FirebaseScryptParameters, salt: [UInt8], hash: [UInt8])
+    /// PBKDF2-HMAC-SHA256 with `rounds` iterations.
+    case pbkdf2SHA256(rounds: Int, salt: [UInt8], hash: [UInt8])
+    /// HMAC-SHA256 keyed with the import's key over password and salt.
+    case hmacSHA256(key: [UInt8], order: HashInputOrder, salt: [UInt8], hash: [UInt8])
+
+    /// The name Firebase uses for the algorithm.
+    public var algorithmName: String {
+        switch self {
+        case .scrypt: "STANDARD_SCRYPT"
+        case .firebaseScrypt: "SCRYPT"
+        case .pbkdf2SHA256: "PBKDF2_SHA256"
+        case .hmacSHA256: "HMAC_SHA256"
+        }
+    }
+
+    public var salt: [UInt8] {
+        switch self {
+        case .scrypt(_, _, _, let s, _), .firebaseScrypt(_, let s, _), .pbkdf2SHA256(_, let s, _), .hmacSHA256(_, _, let s, _): s
+        }
+    }
+
+    public var hash: [UInt8] {
+        switch self {
+        case .scrypt(_, _, _, _, let h), .firebaseScrypt(_, _, let h), .pbkdf2SHA256(_, _, let h), .hmacSHA256(_, _, _, let h): h
+        }
+    }
+
+    /// Whether this hash is in Hearth's current native scheme (else it is upgraded on sign-in).
+    public func isNative(_ params: ScryptParameters) -> Bool {
+        if case .scrypt(let logN, let r, let p, _, _) = self { return logN == params.logN && r == params.r && p == params.p }
+        return false
+    }
+
+    /// Checks `password` against this hash in constant time over the hash bytes.
+    public func verify(_ password: String) throws(HearthError) -> Bool {
+        let pw = Array(password.utf8)
+        let computed: [UInt8]
+        switch self {
+        case .scrypt(let logN, let r, let p, let salt, let hash):
+            guard logN >= 1, logN < 31 else { throw AuthErrorCode.invalidPasswordHash.error() }
+            computed = try Scrypt.derive(password: pw, salt: salt, n: 1 << logN, r: r, p: p, length: hash.count)
+        case .firebaseScrypt(let params, let salt, let hash):
+            computed = try Self.firebaseScrypt(password: pw, salt: salt, params)
+            return Self.constantTimeEqual(computed, hash)
+        case .pbkdf2SHA256(let rounds, let salt, let hash):
+            guard rounds >= 1, rounds <= 10_000_000 else { throw AuthErrorCode.invalidPasswordHash.error() }
+            computed = PBKDF2.derive(SHA256.self, password: pw, salt: salt, iterations: rounds, length: hash.count)
+        case .hmacSHA256(let key, let order, let salt, _):
+            let message = order == .passwordFirst ? pw + salt : salt + pw
+            computed = Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
+        }
+        return Self.constantTimeEqual(computed, hash)
+    }
+
+    /// Firebase's modified scrypt: the scrypt key of password and salt + separator
+    /// encrypts the signer key with AES-256-CTR (zero IV); the ciphertext is the hash.
+    public static func firebaseScrypt(password: [UInt8], salt: [UInt8], _ params: FirebaseScryptParameters) throws(HearthError) -> [UInt8] {
+        guard params.memoryCost >= 1, params.memoryCost <= 20, params.rounds >= 1, params.rounds <= 16 else {
+            throw AuthErrorCode.invalidPasswordHash.error("rounds must be 1…8 and memoryCost 1…14")
+        }
+        let key = try Scrypt.derive(
+            password: password, salt: salt + params.saltSeparator, n: 1 << params.memoryCost, r: params.rounds, p: 1, length: 32)
+        do {
+            let nonce = try AES._CTR.Nonce(nonceBytes: [UInt8](repeating: 0, count: 16))
+            return Array(try AES._CTR.encrypt(params.signerKey, using: SymmetricKey(data: key), nonce: nonce))
+        } catch {
+            throw HearthError(.internal, "AES-CTR failed.", cause: error)
+        }
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count, !a.isEmpty else { return false }
+        var diff: UInt8 = 0
+        for i in a.indices { diff |= a[i] ^ b[i] }
+        return diff == 0
+    }
+}
+
+/// Hearth's native password scheme: standard scrypt with a random per-user salt.
+public struct ScryptParameters: Sendable, Hashable {
+    public var logN: Int
+    public var r: Int
+    public var p: Int
+    public var saltLength: Int
+    public var hashLength: Int
+
+    public init(logN: Int, r: Int, p: Int, saltLength: Int = 16, hashLength: Int = 32) {
+        self.logN = logN
+        self.r = r
+        self.p = p
+        self.saltLength = saltLength
+        self.hashLength = hashLength
+    }
+
+    /// N = 2^15, r = 8, p = 1 (32 MiB, OWASP's recommendation for scrypt).
+    public static let strong = ScryptParameters(logN: 15, r: 8, p: 1)
+    /// Cheap parameters for tests only.
+    public static let testing = ScryptParameters(logN: 4, r: 1, p: 1)
+
+    /// Hashes `password` with a fresh random salt.
+    public func hash(_ password: String) throws(HearthError) -> PasswordHash {
+        var rng = SystemRandomNumberGenerator()
+        let salt = (0..<saltLength).map { _ in UInt8.random(in: .min ... .max, using: &rng) }
+        let h = try Scrypt.derive(password: Array(password.utf8), salt: salt, n: 1 << logN, r: r, p: p, length: hashLength)
+        return .scrypt(logN: logN, r: r, p: p, salt: salt, hash: h)
+    }
+}

@@ -1,0 +1,94 @@
+import HearthCore
+
+/// A refresh token as stored: only the SHA-256 of the opaque token is kept.
+public struct RefreshTokenRecord: Sendable, Hashable {
+    /// Hex SHA-256 of the token.
+    public var tokenHash: String
+    public var uid: String
+    public var signInProvider: String
+    /// Seconds; the ID tokens it mints carry this `auth_time`.
+    public var authTime: Int64
+    /// Developer claims from a custom token, JSON object text, carried into refreshed ID tokens.
+    public var extraClaims: String?
+    /// Seconds; a token created before the account's `validSince` is revoked.
+    public var createdAt: Int64
+
+    public init(tokenHash: String, uid: String, signInProvider: String, authTime: Int64, extraClaims: String?, createdAt: Int64) {
+        self.tokenHash = tokenHash
+        self.uid = uid
+        self.signInProvider = signInProvider
+        self.authTime = authTime
+        self.extraClaims = extraClaims
+        self.createdAt = createdAt
+    }
+}
+
+/// The out-of-band actions Firebase sends codes for.
+public enum OOBRequestType: String, Sendable, CaseIterable {
+    case passwordReset = "PASSWORD_RESET"
+    case verifyEmail = "VERIFY_EMAIL"
+    case emailSignIn = "EMAIL_SIGNIN"
+
+    /// The `mode` of the action link.
+    public var mode: String {
+        switch self {
+        case .passwordReset: "resetPassword"
+        case .verifyEmail: "verifyEmail"
+        case .emailSignIn: "signIn"
+        }
+    }
+}
+
+/// An out-of-band code (password reset, email verification, email-link sign-in).
+public struct OOBCode: Sendable, Hashable {
+    public var code: String
+    public var requestType: OOBRequestType
+    public var email: String
+    public var uid: String?
+    public var continueURL: String?
+    /// Milliseconds.
+    public var createdAt: Int64
+    public var expiresAt: Int64
+
+    public init(code: String, requestType: OOBRequestType, email: String, uid: String?, continueURL: String?, createdAt: Int64, expiresAt: Int64) {
+        self.code = code
+        self.requestType = requestType
+        self.email = email
+        self.uid = uid
+        self.continueURL = continueURL
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Reads inside one consistent snapshot.
+public protocol AuthStoreReader {
+    func account(uid: String) throws -> Account?
+    /// By normalised (lower-case) email.
+    func account(email: String) throws -> Account?
+    /// Accounts ordered by uid, strictly after `uid` when given.
+    func accounts(after uid: String?, limit: Int) throws -> [Account]
+    func refreshToken(hash: String) throws -> RefreshTokenRecord?
+    func oobCode(_ code: String) throws -> OOBCode?
+    func oobCodes() throws -> [OOBCode]
+}
+
+/// Writes inside one transaction; the engine checks invariants (unique email) before writing.
+public protocol AuthStoreWriter: AuthStoreReader {
+    /// Inserts or replaces the account with this uid.
+    func save(_ account: Account) throws
+    /// Deletes the account with its refresh tokens and codes.
+    func deleteAccount(uid: String) throws
+    func deleteAllAccounts() throws
+    func insertRefreshToken(_ record: RefreshTokenRecord) throws
+    func deleteRefreshTokens(uid: String) throws
+    func insertOOBCode(_ code: OOBCode) throws
+    func deleteOOBCode(_ code: String) throws
+    func deleteOOBCodes(expiringBefore millis: Int64) throws
+}
+
+/// The persistence the auth engine owns; SQLite (GRDB) and in-memory implementations pass the same suite.
+public protocol AuthStore: Sendable {
+    func read<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreReader) throws -> T) async throws -> T
+    func write<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreWriter) throws -> T) async throws -> T
+}

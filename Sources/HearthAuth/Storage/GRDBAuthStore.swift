@@ -1,0 +1,189 @@
+public import GRDB
+import HearthCore
+import Foundation
+
+/// The `AuthStore` over a GRDB `DatabaseWriter`: its own `auth_*` tables and migration
+/// identifiers, so it can share the data dir's SQLite file or use a separate `auth.sqlite`.
+/// All SQL binds its parameters.
+public final class GRDBAuthStore: AuthStore {
+    public let writer: any DatabaseWriter
+
+    public init(writer: any DatabaseWriter) throws {
+        self.writer = writer
+        try Self.migrator.migrate(writer)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("hearth-auth-v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE auth_accounts(
+                    uid TEXT PRIMARY KEY NOT NULL,
+                    email TEXT UNIQUE,
+                    email_verified INTEGER NOT NULL,
+                    password_hash TEXT,
+                    password_updated_at INTEGER,
+                    display_name TEXT,
+                    photo_url TEXT,
+                    disabled INTEGER NOT NULL,
+                    custom_claims TEXT,
+                    providers TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    last_login_at INTEGER,
+                    last_refresh_at INTEGER,
+                    valid_since INTEGER NOT NULL);
+                CREATE TABLE auth_refresh_tokens(
+                    token_hash TEXT PRIMARY KEY NOT NULL,
+                    uid TEXT NOT NULL,
+                    sign_in_provider TEXT NOT NULL,
+                    auth_time INTEGER NOT NULL,
+                    extra_claims TEXT,
+                    created_at INTEGER NOT NULL);
+                CREATE INDEX auth_refresh_tokens_uid ON auth_refresh_tokens(uid);
+                CREATE TABLE auth_oob_codes(
+                    code TEXT PRIMARY KEY NOT NULL,
+                    request_type TEXT NOT NULL,
+                    email TEXT NOT NULL,
+                    uid TEXT,
+                    continue_url TEXT,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL);
+                CREATE INDEX auth_oob_codes_uid ON auth_oob_codes(uid);
+                """)
+        }
+        return m
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreReader) throws -> T) async throws -> T {
+        try await writer.read { db in try body(Access(db: db)) }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreWriter) throws -> T) async throws -> T {
+        try await writer.write { db in try body(Access(db: db)) }
+    }
+
+    struct Access: AuthStoreWriter {
+        let db: Database
+
+        static let accountColumns = """
+            uid, email, email_verified, password_hash, password_updated_at, display_name, photo_url, disabled, \
+            custom_claims, providers, created_at, last_login_at, last_refresh_at, valid_since
+            """
+
+        func decodeAccount(_ row: Row) throws -> Account {
+            let hashText: String? = row["password_hash"]
+            var hash: PasswordHash? = nil
+            if let hashText {
+                guard let h = PasswordHash(encoded: hashText) else { throw HearthError(.dataLoss, "Unreadable password hash.") }
+                hash = h
+            }
+            return Account(
+                uid: row["uid"], email: row["email"], emailVerified: row["email_verified"], passwordHash: hash,
+                passwordUpdatedAt: row["password_updated_at"], displayName: row["display_name"], photoURL: row["photo_url"],
+                disabled: row["disabled"], customClaims: row["custom_claims"], providers: try Self.decodeProviders(row["providers"]),
+                createdAt: row["created_at"], lastLoginAt: row["last_login_at"], lastRefreshAt: row["last_refresh_at"],
+                validSince: row["valid_since"])
+        }
+
+        static func encodeProviders(_ ps: [ProviderUserInfo]) -> String {
+            JSON.array(ps.map { p in
+                var m: [(String, JSON)] = [("providerId", .string(p.providerID)), ("rawId", .string(p.rawID))]
+                if let e = p.email { m.append(("email", .string(e))) }
+                if let d = p.displayName { m.append(("displayName", .string(d))) }
+                if let u = p.photoURL { m.append(("photoUrl", .string(u))) }
+                return .object(m)
+            }).serialized()
+        }
+
+        static func decodeProviders(_ text: String) throws -> [ProviderUserInfo] {
+            try (JSON.parse(text).arrayValue ?? []).map { j in
+                ProviderUserInfo(
+                    providerID: j["providerId"]?.stringValue ?? "", rawID: j["rawId"]?.stringValue ?? "",
+                    email: j["email"]?.stringValue, displayName: j["displayName"]?.stringValue, photoURL: j["photoUrl"]?.stringValue)
+            }
+        }
+
+        func account(uid: String) throws -> Account? {
+            try Row.fetchOne(db, sql: "SELECT \(Self.accountColumns) FROM auth_accounts WHERE uid = ?", arguments: [uid]).map(decodeAccount)
+        }
+
+        func account(email: String) throws -> Account? {
+            try Row.fetchOne(db, sql: "SELECT \(Self.accountColumns) FROM auth_accounts WHERE email = ?", arguments: [email]).map(decodeAccount)
+        }
+
+        func accounts(after uid: String?, limit: Int) throws -> [Account] {
+            try Row.fetchAll(
+                db, sql: "SELECT \(Self.accountColumns) FROM auth_accounts WHERE uid > ? ORDER BY uid LIMIT ?",
+                arguments: [uid ?? "", limit]
+            ).map(decodeAccount)
+        }
+
+        func refreshToken(hash: String) throws -> RefreshTokenRecord? {
+            try Row.fetchOne(
+                db, sql: "SELECT uid, sign_in_provider, auth_time, extra_claims, created_at FROM auth_refresh_tokens WHERE token_hash = ?",
+                arguments: [hash]
+            ).map { r in
+                RefreshTokenRecord(tokenHash: hash, uid: r[0], signInProvider: r[1], authTime: r[2], extraClaims: r[3], createdAt: r[4])
+            }
+        }
+
+        func decodeOOB(_ r: Row) throws -> OOBCode {
+            guard let type = OOBRequestType(rawValue: r["request_type"]) else { throw HearthError(.dataLoss, "Unknown OOB code type.") }
+            return OOBCode(
+                code: r["code"], requestType: type, email: r["email"], uid: r["uid"], continueURL: r["continue_url"],
+                createdAt: r["created_at"], expiresAt: r["expires_at"])
+        }
+
+        func oobCode(_ code: String) throws -> OOBCode? {
+            try Row.fetchOne(db, sql: "SELECT * FROM auth_oob_codes WHERE code = ?", arguments: [code]).map(decodeOOB)
+        }
+
+        func oobCodes() throws -> [OOBCode] {
+            try Row.fetchAll(db, sql: "SELECT * FROM auth_oob_codes ORDER BY created_at, code").map(decodeOOB)
+        }
+
+        func save(_ a: Account) throws {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO auth_accounts(\(Self.accountColumns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                arguments: [
+                    a.uid, a.email, a.emailVerified, a.passwordHash?.encoded, a.passwordUpdatedAt, a.displayName, a.photoURL,
+                    a.disabled, a.customClaims, Self.encodeProviders(a.providers), a.createdAt, a.lastLoginAt, a.lastRefreshAt,
+                    a.validSince,
+                ])
+        }
+
+        func deleteAccount(uid: String) throws {
+            try db.execute(sql: "DELETE FROM auth_accounts WHERE uid = ?", arguments: [uid])
+            try deleteRefreshTokens(uid: uid)
+            try db.execute(sql: "DELETE FROM auth_oob_codes WHERE uid = ?", arguments: [uid])
+        }
+
+        func deleteAllAccounts() throws {
+            try db.execute(sql: "DELETE FROM auth_accounts; DELETE FROM auth_refresh_tokens; DELETE FROM auth_oob_codes;")
+        }
+
+        func insertRefreshToken(_ r: RefreshTokenRecord) throws {
+            try db.execute(
+                sql: "INSERT INTO auth_refresh_tokens(token_hash, uid, sign_in_provider, auth_time, extra_claims, created_at) VALUES (?,?,?,?,?,?)",
+                arguments: [r.tokenHash, r.uid, r.signInProvider, r.authTime, r.extraClaims, r.createdAt])
+        }
+
+        func deleteRefreshTokens(uid: String) throws {
+            try db.execute(sql: "DELETE FROM auth_refresh_tokens WHERE uid = ?", arguments: [uid])
+        }
+
+        func insertOOBCode(_ c: OOBCode) throws {
+            try db.execute(
+                sql: "INSERT INTO auth_oob_codes(code, request_type, email, uid, continue_url, created_at, expires_at) VALUES (?,?,?,?,?,?,?)",
+                arguments: [c.code, c.requestType.rawValue, c.email, c.uid, c.continueURL, c.createdAt, c.expiresAt])
+        }
+
+        func deleteOOBCode(_ code: String) throws {
+            try db.execute(sql: "DELETE FROM auth_oob_codes WHERE code = ?", arguments: [code])
+        }
+
+        func deleteOOBCodes(expiringBefore millis: Int64) throws {
+            try db.execute(sql: "DELETE FROM auth_oob_codes WHERE expires_at < ?", arguments: [millis])
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import HearthCore
+import Synchronization
+
+/// An `AuthStore` in process memory (tests, `--emulator` without a data dir). Writes are atomic:
+/// a transaction works on a copy that replaces the state only if the body returns.
+public final class InMemoryAuthStore: AuthStore {
+    struct State: Sendable {
+        var accounts: [String: Account] = [:]
+        var refreshTokens: [String: RefreshTokenRecord] = [:]
+        var oobCodes: [String: OOBCode] = [:]
+    }
+
+    final class Transaction: AuthStoreWriter {
+        var state: State
+        init(_ state: State) { self.state = state }
+
+        func account(uid: String) throws -> Account? { state.accounts[uid] }
+        func account(email: String) throws -> Account? { state.accounts.values.first { $0.email == email } }
+        func accounts(after uid: String?, limit: Int) throws -> [Account] {
+            Array(state.accounts.values.filter { uid == nil || $0.uid > uid! }.sorted { $0.uid < $1.uid }.prefix(limit))
+        }
+        func refreshToken(hash: String) throws -> RefreshTokenRecord? { state.refreshTokens[hash] }
+        func oobCode(_ code: String) throws -> OOBCode? { state.oobCodes[code] }
+        func oobCodes() throws -> [OOBCode] { state.oobCodes.values.sorted { ($0.createdAt, $0.code) < ($1.createdAt, $1.code) } }
+
+        func save(_ account: Account) throws { state.accounts[account.uid] = account }
+        func deleteAccount(uid: String) throws {
+            state.accounts[uid] = nil
+            state.refreshTokens = state.refreshTokens.filter { $0.value.uid != uid }
+            state.oobCodes = state.oobCodes.filter { $0.value.uid != uid }
+        }
+        func deleteAllAccounts() throws { state = State() }
+        func insertRefreshToken(_ record: RefreshTokenRecord) throws { state.refreshTokens[record.tokenHash] = record }
+        func deleteRefreshTokens(uid: String) throws { state.refreshTokens = state.refreshTokens.filter { $0.value.uid != uid } }
+        func insertOOBCode(_ code: OOBCode) throws { state.oobCodes[code.code] = code }
+        func deleteOOBCode(_ code: String) throws { state.oobCodes[code] = nil }
+        func deleteOOBCodes(expiringBefore millis: Int64) throws { state.oobCodes = state.oobCodes.filter { $0.value.expiresAt >= millis } }
+    }
+
+    let state = Mutex(State())
+
+    public init() {}
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreReader) throws -> T) async throws -> T {
+        let snapshot = state.withLock { $0 }
+        return try body(Transaction(snapshot))
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreWriter) throws -> T) async throws -> T {
+        try state.withLock { s in
+            let txn = Transaction(s)
+            let result = try body(txn)
+            s = txn.state
+            return result
+        }
+    }
+}

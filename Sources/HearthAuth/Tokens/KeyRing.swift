@@ -1,0 +1,179 @@
+public import HearthCore
+public import _CryptoExtras
+import Crypto
+public import Foundation
+import Synchronization
+
+/// The RSA keys that sign ID tokens. Keys are generated on first use, persisted as PEM files
+/// under a directory (`keys/` in the data dir), and rotated on a schedule with overlap:
+///
+/// 1. The *active* key signs; the *next* key is published a full rotation interval before it
+///    starts signing, so a verifier that cached the key set still knows it.
+/// 2. A retired key stays published until every token it signed has expired
+///    (the successor's activation + the longest token lifetime + clock skew).
+/// 3. File names carry the activation time: `<activatesAt>-<kid>.pem` — no separate index to corrupt.
+public final class KeyRing: Sendable {
+    public struct Policy: Sendable {
+        /// How long a key signs before its successor takes over, in seconds.
+        public var rotationInterval: Int64
+        /// The longest lifetime of a token a key signs (ID tokens: 1 h; session cookies: up to 14 days).
+        public var maxTokenLifetime: Int64
+        /// Extra time a retired key stays published for verifiers with skewed clocks.
+        public var clockSkew: Int64
+        public var keySize: Int
+
+        public init(rotationInterval: Int64 = 6 * 3600, maxTokenLifetime: Int64 = 3600, clockSkew: Int64 = 300, keySize: Int = 2048) {
+            self.rotationInterval = rotationInterval
+            self.maxTokenLifetime = maxTokenLifetime
+            self.clockSkew = clockSkew
+            self.keySize = keySize
+        }
+    }
+
+    public struct Key: Sendable {
+        public let kid: String
+        /// Seconds since the epoch at which this key starts signing.
+        public let activatesAt: Int64
+        public let privateKey: _RSA.Signing.PrivateKey
+        public var publicKey: _RSA.Signing.PublicKey { privateKey.publicKey }
+    }
+
+    public let policy: Policy
+    let directory: URL?
+    let clock: AuthClock
+    let keys: Mutex<[Key]>
+
+    /// Loads the keys under `directory` (nil keeps them in memory only) and brings them up to date.
+    public init(directory: URL?, policy: Policy = .init(), clock: AuthClock = .system) throws(HearthError) {
+        self.policy = policy
+        self.directory = directory
+        self.clock = clock
+        var loaded: [Key] = []
+        if let directory {
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".pem") {
+                    let stem = name.dropLast(4)
+                    guard let dash = stem.firstIndex(of: "-"), let at = Int64(stem[..<dash]) else { continue }
+                    let pem = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+                    let key = try _RSA.Signing.PrivateKey(pemRepresentation: pem)
+                    loaded.append(Key(kid: Self.keyID(key.publicKey), activatesAt: at, privateKey: key))
+                }
+            } catch {
+                throw HearthError(.internal, "Cannot load signing keys.", cause: error)
+            }
+        }
+        keys = Mutex(loaded.sorted { $0.activatesAt < $1.activatesAt })
+        try rotate()
+    }
+
+    /// A key id: the first 20 bytes of SHA-256 over the public key's DER, in hex (40 characters, like Google's).
+    public static func keyID(_ key: _RSA.Signing.PublicKey) -> String {
+        SHA256.hash(data: key.derRepresentation).prefix(20).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Generates, activates and retires keys as the schedule says for the current time.
+    public func rotate() throws(HearthError) {
+        let now = clock.seconds
+        let current = keys.withLock { $0 }
+        var next = current
+        if next.isEmpty || next.last!.activatesAt + policy.rotationInterval <= now {
+            next.append(try generate(activatesAt: now))
+        }
+        if next.last!.activatesAt <= now {
+            next.append(try generate(activatesAt: next.last!.activatesAt + policy.rotationInterval))
+        }
+        var removed: [Key] = []
+        while next.count > 2, next[1].activatesAt <= now,
+            next[1].activatesAt + policy.maxTokenLifetime + policy.clockSkew <= now
+        {
+            removed.append(next.removeFirst())
+        }
+        guard next.count != current.count || removed.count > 0 else { return }
+        for k in next where !current.contains(where: { $0.kid == k.kid }) { try persist(k) }
+        for k in removed { unpersist(k) }
+        keys.withLock { $0 = next }
+    }
+
+    func generate(activatesAt: Int64) throws(HearthError) -> Key {
+        do {
+            let key = try _RSA.Signing.PrivateKey(keySize: .init(bitCount: policy.keySize))
+            return Key(kid: Self.keyID(key.publicKey), activatesAt: activatesAt, privateKey: key)
+        } catch {
+            throw HearthError(.internal, "Cannot generate a signing key.", cause: error)
+        }
+    }
+
+    func fileURL(_ key: Key) -> URL? { directory?.appendingPathComponent("\(key.activatesAt)-\(key.kid).pem") }
+
+    func persist(_ key: Key) throws(HearthError) {
+        guard let url = fileURL(key), let directory else { return }
+        let tmp = directory.appendingPathComponent(".\(key.kid).tmp")
+        let fm = FileManager.default
+        guard fm.createFile(atPath: tmp.path, contents: Data(key.privateKey.pkcs8PEMRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        else { throw HearthError(.internal, "Cannot write a signing key.") }
+        guard rename(tmp.path, url.path) == 0 else { throw HearthError(.internal, "Cannot write a signing key.") }
+    }
+
+    func unpersist(_ key: Key) {
+        guard let url = fileURL(key) else { return }
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    /// The key that signs now (rotating first if the schedule says so).
+    public func activeKey() throws(HearthError) -> Key {
+        let now = clock.seconds
+        if let k = keys.withLock({ ks in ks.last(where: { $0.activatesAt <= now }) }),
+            keys.withLock({ ks in ks.last!.activatesAt > now })
+        {
+            return k
+        }
+        try rotate()
+        return keys.withLock { ks in ks.last(where: { $0.activatesAt <= now })! }
+    }
+
+    /// The published (not yet expired) key with this id.
+    public func publicKey(kid: String) -> _RSA.Signing.PublicKey? {
+        try? rotate()
+        return keys.withLock { ks in ks.first(where: { $0.kid == kid })?.publicKey }
+    }
+
+    /// Every published key, oldest first: retired ones still verifying, the active one and the next one.
+    public var publishedKeys: [Key] {
+        try? rotate()
+        return keys.withLock { $0 }
+    }
+
+    /// How long verifiers may cache the published set (the `Cache-Control: max-age`, seconds):
+    /// half the rotation interval, so the next key is always seen before it signs.
+    public var cacheMaxAge: Int64 { max(60, policy.rotationInterval / 2) }
+
+    /// The JWKS document (`{"keys":[{kty,alg,use,kid,n,e}]}`).
+    public func jwks() -> JSON {
+        .object([("keys", .array(publishedKeys.compactMap { k in
+            guard let prim = try? k.publicKey.getKeyPrimitives() else { return nil }
+            return .object([
+                ("kty", .string("RSA")), ("alg", .string("RS256")), ("use", .string("sig")), ("kid", .string(k.kid)),
+                ("n", .string(Base64.urlEncode(Self.stripLeadingZeros(prim.modulus)))),
+                ("e", .string(Base64.urlEncode(Self.stripLeadingZeros(prim.publicExponent)))),
+            ])
+        }))])
+    }
+
+    static func stripLeadingZeros(_ d: Data) -> [UInt8] {
+        let bytes = Array(d)
+        let first = bytes.firstIndex(where: { $0 != 0 }) ?? max(0, bytes.count - 1)
+        return Array(bytes[first...])
+    }
+
+    /// Signs `input` with the active key (RS256: RSASSA-PKCS1-v1_5 over SHA-256); returns kid and signature.
+    public func sign(_ input: [UInt8]) throws(HearthError) -> (kid: String, signature: [UInt8]) {
+        let key = try activeKey()
+        do {
+            let sig = try key.privateKey.signature(for: SHA256.hash(data: input), padding: .insecurePKCS1v1_5)
+            return (key.kid, Array(sig.rawRepresentation))
+        } catch {
+            throw HearthError(.internal, "Cannot sign a token.", cause: error)
+        }
+    }
+}
