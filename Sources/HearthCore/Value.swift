@@ -40,8 +40,10 @@ public indirect enum Value: Sendable, Hashable {
         }
     }
 
+    /// A vector is exactly `{"__type__": "__vector__", "value": [...]}`; a map with any other
+    /// key is an ordinary map.
     public var isVector: Bool {
-        guard case .map(let m) = self, case .string("__vector__")? = m["__type__"] else { return false }
+        guard case .map(let m) = self, m.count == 2, case .string("__vector__")? = m["__type__"] else { return false }
         if case .array? = m["value"] { return true }
         return false
     }
