@@ -102,41 +102,17 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         self.init(seconds: days * 86_400 + h * 3600 + mi * 60 + s - offset, nanos: Int32(nanos))
     }
 
-    static func daysIn(month: Int64, year: Int64) -> Int64 {
-        switch month {
-        case 2: (year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)) ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
+    static func daysIn(month: Int64, year: Int64) -> Int64 { CivilCalendar.daysIn(month: month, year: year) }
 
-    // Howard Hinnant's civil-from-days algorithms.
-    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
-        let y = m <= 2 ? y0 - 1 : y0
-        let era = floorDiv(y, 400)
-        let yoe = y - era * 400
-        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
+    static func days(fromCivil y: Int64, _ m: Int64, _ d: Int64) -> Int64 { CivilCalendar.days(year: y, month: m, day: d) }
 
-    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
-        let z = z0 + 719_468
-        let era = floorDiv(z, 146_097)
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    static func civil(fromDays z: Int64) -> (Int64, Int64, Int64) {
+        let c = CivilCalendar.civil(days: z)
+        return (c.year, c.month, c.day)
     }
 }
 
-@inline(__always) func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
-    let q = a / b
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
-}
+@inline(__always) func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { CivilCalendar.floorDiv(a, b) }
 
 @inline(__always) func pad(_ v: Int64, _ width: Int) -> String {
     let s = String(v)
