@@ -61,7 +61,7 @@ let package = Package(
         .target(
             name: "HearthServer",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthSQLite",
+                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthRules", "HearthAuth",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

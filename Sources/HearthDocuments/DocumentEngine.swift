@@ -128,7 +128,10 @@ public final class DocumentEngine: Sendable {
     // MARK: Writes
 
     /// Commits writes atomically (and, with a transaction, only if its reads still hold).
-    public func commit(_ database: DatabaseName, _ writes: [Write], transaction: TransactionID? = nil) async throws -> CommitResult {
+    /// `authorizer` (security rules) sees every planned change before anything is stored.
+    public func commit(
+        _ database: DatabaseName, _ writes: [Write], transaction: TransactionID? = nil, authorizer: (any WriteAuthorizer)? = nil
+    ) async throws -> CommitResult {
         if writes.count > DocumentLimits.maxWritesPerCommit {
             throw HearthError.invalidArgument("A maximum of 500 entities can be modified in a commit.")
         }
@@ -146,18 +149,36 @@ public final class DocumentEngine: Sendable {
         let result = try await store.write { [self] w in
             if let check { try self.verify(check, database, w) }
             let time = self.clock.next()
-            var overlay: [ResourcePath: Document?] = [:]
-            var results: [WriteResult] = []
-            for write in writes { results.append(try self.apply(write, database, time, w, &overlay)) }
+            var before: [ResourcePath: Document?] = [:]
+            var after: [ResourcePath: Document?] = [:]
+            var plans: [PlannedWrite] = []
+            plans.reserveCapacity(writes.count)
+            for write in writes {
+                let current: Document? = try after[write.path] ?? w.document(db, write.path)
+                if before[write.path] == nil { before[write.path] = .some(current) }
+                let plan = try self.plan(write, database, time, current: current)
+                after[write.path] = .some(plan.after)
+                plans.append(plan)
+            }
+            if let authorizer {
+                let changes = plans.enumerated().map { i, p in DocumentChange(path: p.write.path, before: p.current, after: p.after, index: i) }
+                try authorizer.authorize(
+                    changes, database: database, time: time, documents: CommitPeek(writer: w, database: db, before: before, after: after))
+            }
+            if let failed = plans.lazy.compactMap(\.preconditionFailure).first { throw failed }
+            for plan in plans { try self.persist(plan, db, time, w) }
             try w.setLastCommitTime(time)
-            return CommitResult(commitTime: time, writeResults: results)
+            return CommitResult(commitTime: time, writeResults: plans.map(\.result))
         }
         cache.committed(db, zip(writes, result.writeResults).map { ($0.path, $1.document) }, at: result.commitTime)
         return result
     }
 
-    /// Applies writes independently (non-atomic): each succeeds or fails on its own.
-    public func batchWrite(_ database: DatabaseName, _ writes: [Write]) async throws -> (outcomes: [BatchWriteOutcome], commitTime: Timestamp) {
+    /// Applies writes independently (non-atomic): each succeeds or fails on its own, and
+    /// `authorizer` judges each alone.
+    public func batchWrite(
+        _ database: DatabaseName, _ writes: [Write], authorizer: (any WriteAuthorizer)? = nil
+    ) async throws -> (outcomes: [BatchWriteOutcome], commitTime: Timestamp) {
         if writes.count > DocumentLimits.maxWritesPerCommit {
             throw HearthError.invalidArgument("A maximum of 500 entities can be modified in a commit.")
         }
@@ -165,11 +186,20 @@ public final class DocumentEngine: Sendable {
         let result: ([BatchWriteOutcome], Timestamp) = try await store.write { [self] w in
             let time = self.clock.next()
             var outcomes: [BatchWriteOutcome] = []
-            for write in writes {
+            for (i, write) in writes.enumerated() {
                 do {
                     try self.validate(write)
-                    var overlay: [ResourcePath: Document?] = [:]
-                    outcomes.append(.success(try self.apply(write, database, time, w, &overlay)))
+                    let current = try w.document(db, write.path)
+                    let plan = try self.plan(write, database, time, current: current)
+                    if let authorizer {
+                        let peek = CommitPeek(writer: w, database: db, before: [write.path: current], after: [write.path: plan.after])
+                        try authorizer.authorize(
+                            [DocumentChange(path: write.path, before: current, after: plan.after, index: i)], database: database,
+                            time: time, documents: peek)
+                    }
+                    if let failed = plan.preconditionFailure { throw failed }
+                    try self.persist(plan, db, time, w)
+                    outcomes.append(.success(plan.result))
                 } catch let e as HearthError {
                     outcomes.append(.failure(e))
                 }
@@ -210,36 +240,40 @@ public final class DocumentEngine: Sendable {
         }
     }
 
-    /// One write inside a commit: preconditions, the update, transforms, limits, indexes.
-    func apply(
-        _ write: Write, _ database: DatabaseName, _ time: Timestamp, _ w: any DocumentWriter,
-        _ overlay: inout [ResourcePath: Document?]
-    ) throws -> WriteResult {
-        let db = database.database
-        let current: Document? = try overlay[write.path] ?? w.document(db, write.path)
+    /// What one write will do, worked out before anything is stored.
+    struct PlannedWrite {
+        var write: Write
+        var current: Document?
+        var after: Document?
+        var result: WriteResult
+        /// The document changes (false for a no-op update and for deleting a missing document).
+        var changes: Bool
+        /// A failed precondition; thrown after the rules have judged the commit, so a caller
+        /// the rules refuse learns nothing about whether the document exists.
+        var preconditionFailure: HearthError?
+    }
+
+    /// One write inside a commit: precondition, the update, transforms, limits.
+    func plan(_ write: Write, _ database: DatabaseName, _ time: Timestamp, current: Document?) throws(HearthError) -> PlannedWrite {
         let name = database.name(of: write.path)
+        var failure: HearthError?
         switch write.precondition {
         case .exists(true)?:
-            if current == nil {
-                throw HearthError(.notFound, "No document to update: \(name)")
-            }
+            if current == nil { failure = HearthError(.notFound, "No document to update: \(name)") }
         case .exists(false)?:
-            if current != nil { throw HearthError(.alreadyExists, "Document already exists: \(name)") }
+            if current != nil { failure = HearthError(.alreadyExists, "Document already exists: \(name)") }
         case .updateTime(let t)?:
             if current?.updateTime != t {
-                throw HearthError(.failedPrecondition, "The document was updated after the given update time (\(name)).")
+                failure = HearthError(.failedPrecondition, "The document was updated after the given update time (\(name)).")
             }
         case nil: break
         }
         var fields: [String: Value]
         switch write.kind {
         case .delete:
-            if let current {
-                try w.delete(db, write.path, oldEntries: IndexEntries.all(current, compositeIndexes(db)))
-                try w.recordHistory(db, write.path, previous: current, until: time)
-            }
-            overlay[write.path] = .some(nil)
-            return WriteResult(updateTime: nil, transformResults: [])
+            return PlannedWrite(
+                write: write, current: current, after: nil, result: WriteResult(updateTime: nil, transformResults: []),
+                changes: current != nil, preconditionFailure: failure)
         case .update(let newFields, nil):
             fields = newFields
         case .update(let newFields, let mask?):
@@ -259,14 +293,28 @@ public final class DocumentEngine: Sendable {
         }
         try DocumentLimits.validate(path: write.path, fields: fields)
         if let current, Value.identical(current.fields, fields) {
-            return WriteResult(updateTime: current.updateTime, transformResults: transformResults, document: current)
+            return PlannedWrite(
+                write: write, current: current, after: current,
+                result: WriteResult(updateTime: current.updateTime, transformResults: transformResults, document: current),
+                changes: false, preconditionFailure: failure)
         }
         let doc = Document(path: write.path, fields: fields, createTime: current?.createTime ?? time, updateTime: time)
+        return PlannedWrite(
+            write: write, current: current, after: doc,
+            result: WriteResult(updateTime: time, transformResults: transformResults, document: doc), changes: true,
+            preconditionFailure: failure)
+    }
+
+    /// Stores a planned write: the document, its index entries and the history it replaces.
+    func persist(_ plan: PlannedWrite, _ db: String, _ time: Timestamp, _ w: any DocumentWriter) throws {
+        guard plan.changes else { return }
         let defs = compositeIndexes(db)
-        try w.put(db, doc, entries: IndexEntries.all(doc, defs), oldEntries: current.map { IndexEntries.all($0, defs) } ?? [])
-        try w.recordHistory(db, write.path, previous: current, until: time)
-        overlay[write.path] = .some(doc)
-        return WriteResult(updateTime: time, transformResults: transformResults, document: doc)
+        if let doc = plan.after {
+            try w.put(db, doc, entries: IndexEntries.all(doc, defs), oldEntries: plan.current.map { IndexEntries.all($0, defs) } ?? [])
+        } else if let current = plan.current {
+            try w.delete(db, plan.write.path, oldEntries: IndexEntries.all(current, defs))
+        }
+        try w.recordHistory(db, plan.write.path, previous: plan.current, until: time)
     }
 
     /// Removes every document of a database (the emulator's clear endpoint).

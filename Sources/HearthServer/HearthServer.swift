@@ -1,6 +1,8 @@
 import HearthCore
 public import HearthDocuments
 import HearthSQLite
+public import HearthAuth
+import HearthRules
 import Hummingbird
 public import Logging
 import ServiceLifecycle
@@ -13,6 +15,10 @@ import Synchronization
 public struct HearthServer: Sendable {
     public let configuration: ServerConfiguration
     public let engine: DocumentEngine
+    /// ID-token verification shared by every service.
+    public let tokens: TokenService
+    /// Security rules in force for Firestore.
+    public let firestoreRules: RulesStore
     let logger: Logger
 
     /// Opens storage under the data directory and prepares the engines.
@@ -31,8 +37,19 @@ public struct HearthServer: Sendable {
                 try await engine.createIndex(def)
             }
         }
+        let keyRing = try KeyRing(directory: dir.appendingPathComponent("keys"))
+        let tokens = TokenService(projectID: configuration.project, keyRing: keyRing, allowUnsigned: configuration.emulator)
+        let firestoreRules = RulesStore()
+        if let file = configuration.firestoreRulesFile {
+            do {
+                try RulesFileWatcher(path: file, store: firestoreRules, logger: logger).load()
+            } catch let e as RulesLoadError {
+                throw HearthError(.failedPrecondition, e.message)
+            }
+            logger.info("loaded security rules", metadata: ["file": "\(file)"])
+        }
         logger.info("opened data directory", metadata: ["path": "\(dir.path)"])
-        return HearthServer(configuration: configuration, engine: engine, logger: logger)
+        return HearthServer(configuration: configuration, engine: engine, tokens: tokens, firestoreRules: firestoreRules, logger: logger)
     }
 
     /// Runs every listener until SIGTERM/SIGINT, then shuts down gracefully.
@@ -40,10 +57,10 @@ public struct HearthServer: Sendable {
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
         let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore"], logger: logger, onReady: onReady)
+        let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, tokens: tokens)
+        let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let firestore = Application(
-            responder: FirestoreRESTResponder(
-                engine: engine, access: AccessPolicy(emulator: configuration.emulator, adminToken: configuration.adminToken),
-                logger: logger),
+            responder: FirestoreRESTResponder(engine: engine, authenticator: authenticator, security: security, logger: logger),
             configuration: .init(address: .hostname(configuration.host, port: configuration.ports["firestore"] ?? 8080), serverName: nil),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -51,8 +68,12 @@ public struct HearthServer: Sendable {
                 ready.bound("firestore", port)
             },
             logger: logger)
+        var services: [any Service] = [firestore]
+        if let file = configuration.firestoreRulesFile {
+            services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))
+        }
         let group = ServiceGroup(
-            configuration: .init(services: [firestore], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.notice("stopped")
     }

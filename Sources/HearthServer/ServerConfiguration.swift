@@ -13,6 +13,8 @@ public struct ServerConfiguration: Sendable {
     public var readyFile: String?
     /// `firestore.indexes.json` (the Firebase CLI's format), applied to the (default) database.
     public var indexesFile: String?
+    /// `firestore.rules`: security rules for Firestore, reloaded when the file changes.
+    public var firestoreRulesFile: String?
 
     public init() {}
 

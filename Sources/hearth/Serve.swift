@@ -9,13 +9,17 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run the Hearth server.",
         discussion: """
             Settings come from flags, then environment variables (HEARTH_DATA_DIR, HEARTH_PROJECT, \
-            HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_LOG_LEVEL), then a firebase.json (and .firebaserc) \
-            in the working directory: `emulators.firestore.port`, `firestore.indexes`. \
+            HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_FIRESTORE_RULES, HEARTH_LOG_LEVEL), then a firebase.json (and .firebaserc) \
+            in the working directory: `emulators.firestore.port`, `firestore.indexes`, `firestore.rules`. \
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
-            Production mode (the default) refuses Firestore requests that do not carry the admin \
-            credential, `Authorization: Bearer <admin token>`, with 403 PERMISSION_DENIED until security \
-            rules are configured. --emulator accepts what the Firebase Local Emulator Suite accepts.
+            Security rules (--firestore-rules or firebase.json's firestore.rules) judge every request \
+            that does not carry the admin credential (`Authorization: Bearer <admin token>`); clients \
+            authenticate with Firebase ID tokens (`Authorization: Bearer <ID token>`). Production mode \
+            (the default) without rules refuses every client request with 403 PERMISSION_DENIED. \
+            --emulator accepts what the Firebase Local Emulator Suite accepts: `Bearer owner` is admin, \
+            unsigned ID tokens are users, clients may do everything while no rules are loaded, and \
+            PUT /emulator/v1/projects/{p}:securityRules loads rules.
             """
     )
 
@@ -34,7 +38,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("ready-file"), help: "Once every listener is up, atomically write {\"firestore\": PORT, ...} here.")
     var readyFile: String?
 
-    @Flag(help: "Accept the Firebase Local Emulator Suite's conventions: `Authorization: Bearer owner` is admin, clients are allowed while no rules are loaded, and DELETE /emulator/v1/projects/{p}/databases/{db}/documents clears a database.")
+    @Flag(help: "Accept the Firebase Local Emulator Suite's conventions: `Authorization: Bearer owner` is admin, unsigned (alg none) ID tokens are users, clients are allowed while no rules are loaded, PUT /emulator/v1/projects/{p}:securityRules loads rules and DELETE /emulator/v1/projects/{p}/databases/{db}/documents clears a database.")
     var emulator = false
 
     @Option(name: .customLong("admin-token"), help: "Bearer token that grants admin access in production mode (env HEARTH_ADMIN_TOKEN).")
@@ -45,6 +49,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("indexes"), help: "firestore.indexes.json to load (default: firebase.json's firestore.indexes).")
     var indexes: String?
+
+    @Option(name: .customLong("firestore-rules"), help: "Security rules for Firestore (env HEARTH_FIRESTORE_RULES; default: firebase.json's firestore.rules). Reloaded when the file changes; an edit that does not compile is reported and ignored.")
+    var firestoreRules: String?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
     var logLevel: String?
@@ -62,6 +69,7 @@ struct Serve: AsyncParsableCommand {
         config.adminToken = adminToken ?? env["HEARTH_ADMIN_TOKEN"]
         config.strictIndexes = strictIndexes
         config.indexesFile = indexes ?? firebase.indexesFile
+        config.firestoreRulesFile = firestoreRules ?? env["HEARTH_FIRESTORE_RULES"] ?? firebase.firestoreRulesFile
         for (name, port) in config.ports where port < 0 || port > 65535 {
             throw ValidationError("--\(name)-port must be between 0 and 65535.")
         }
@@ -73,7 +81,7 @@ struct Serve: AsyncParsableCommand {
         }
         let logger = Logger(label: "hearth")
         if !config.emulator && (config.adminToken ?? "").isEmpty {
-            logger.warning("production mode without --admin-token: every Firestore request will be refused until rules exist")
+            logger.warning("production mode without --admin-token: there is no admin credential")
         }
         let server = try await HearthServer.open(config, logger: logger)
         logger.notice("starting", metadata: ["project": "\(config.project)", "mode": "\(config.emulator ? "emulator" : "production")"])
@@ -87,6 +95,7 @@ struct FirebaseJSON {
     var host: String?
     var ports: [String: Int] = [:]
     var indexesFile: String?
+    var firestoreRulesFile: String?
 
     static func load(directory: String) -> FirebaseJSON {
         var out = FirebaseJSON()
@@ -103,6 +112,9 @@ struct FirebaseJSON {
             }
             if let idx = json["firestore"]?["indexes"]?.stringValue {
                 out.indexesFile = dir.appendingPathComponent(idx).path
+            }
+            if let rules = json["firestore"]?["rules"]?.stringValue {
+                out.firestoreRulesFile = dir.appendingPathComponent(rules).path
             }
         }
         if let data = FileManager.default.contents(atPath: dir.appendingPathComponent(".firebaserc").path),

@@ -16,10 +16,7 @@ struct FirestoreRESTTests {
     static let root = "/v1/projects/demo-hearth/databases/(default)/documents"
 
     func app(emulator: Bool = true, adminToken: String? = nil) async throws -> some ApplicationProtocol {
-        let engine = try await DocumentEngine(store: try SQLiteDocumentStore.inMemory())
-        let responder = FirestoreRESTResponder(
-            engine: engine, access: AccessPolicy(emulator: emulator, adminToken: adminToken), logger: Logger(label: "test"))
-        return Application(responder: responder)
+        try await TestFirestore(emulator: emulator, adminToken: adminToken).app()
     }
 
     func json(_ buffer: ByteBuffer) throws -> JSON { try JSON.parse(buffer.readableBytesView) }
@@ -50,9 +47,10 @@ struct FirestoreRESTTests {
     @Test func productionModeRefusesClientsAndAcceptsTheAdminToken() async throws {
         try await app(emulator: false, adminToken: "s3cret").test(.router) { client in
             try expectGoogleError(try await client.execute(uri: "\(Self.root)/users/a", method: .get), "PERMISSION_DENIED", 403)
+            // `owner` means nothing in production: an unknown credential is UNAUTHENTICATED.
             try expectGoogleError(
                 try await client.execute(uri: "\(Self.root)/users/a", method: .get, headers: [.authorization: "Bearer owner"]),
-                "PERMISSION_DENIED", 403)
+                "UNAUTHENTICATED", 401)
             try expectGoogleError(
                 try await client.execute(uri: "\(Self.root)/users/a", method: .get, headers: [.authorization: "Bearer s3cret"]),
                 "NOT_FOUND", 404)

@@ -108,9 +108,11 @@ class HearthServer:
 
     kind = "hearth"
 
-    def __init__(self, binary: str, workdir: Path):
+    def __init__(self, binary: str, workdir: Path, emulator: bool = True, extra_args: tuple = ()):
         self.binary = binary
         self.workdir = workdir
+        self.emulator = emulator
+        self.extra_args = list(extra_args)
         self.data_dir = workdir / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.ready_file = workdir / "ready.json"
@@ -125,12 +127,13 @@ class HearthServer:
         self.generation += 1
         self._log_path = self.workdir / f"hearth-{self.generation}.log"
         cmd = [
-            self.binary, "serve", "--emulator",
+            self.binary, "serve", *(["--emulator"] if self.emulator else []),
             "--data-dir", str(self.data_dir),
             "--project", PROJECT,
             "--host", "127.0.0.1",
             "--firestore-port", "0",
             "--ready-file", str(self.ready_file),
+            *self.extra_args,
         ]
         with open(self._log_path, "wb") as log:
             self.proc = subprocess.Popen(

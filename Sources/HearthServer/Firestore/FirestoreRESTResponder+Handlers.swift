@@ -79,8 +79,10 @@ extension FirestoreRESTResponder {
 
     func getDocument(_ t: Target, _ params: Params, _ json: FirestoreJSON) async throws -> Response {
         try Self.checkParams(params)
-        let (doc, _) = try await engine.get(t.database, t.path, mask: try Self.mask(params, "mask.fieldPaths"), consistency: try Self.consistency(params))
-        guard let doc else { throw HearthError(.notFound, "Document \"\(t.database.name(of: t.path))\" not found.") }
+        let mask = try Self.mask(params, "mask.fieldPaths")
+        let (stored, _) = try await engine.get(t.database, t.path, consistency: try Self.consistency(params))
+        try await security.checkGet(t.identity, t.database, t.path, stored)
+        guard let doc = stored?.masked(mask) else { throw HearthError(.notFound, "Document \"\(t.database.name(of: t.path))\" not found.") }
         return HTTPSupport.json(json.document(doc))
     }
 
@@ -109,6 +111,8 @@ extension FirestoreRESTResponder {
         case "true": showMissing = true
         case let other?: throw HearthError.invalidArgument("Invalid value at 'show_missing' (TYPE_BOOL), \"\(other)\"")
         }
+        try await security.checkQuery(
+            t.identity, t.database, Query(parent: t.path.parent, collectionId: t.path.lastSegment, orderBy: orderBy, limit: pageSize))
         let result = try await engine.listDocuments(
             t.database, parent: t.path.parent, collectionId: t.path.lastSegment, pageSize: pageSize,
             pageToken: Self.value(params, "pageToken"), orderBy: orderBy, mask: try Self.mask(params, "mask.fieldPaths"),
@@ -143,7 +147,8 @@ extension FirestoreRESTResponder {
         let id = Self.value(params, "documentId").flatMap { $0.isEmpty ? nil : $0 } ?? AutoID.make()
         let path = t.path.appending(id)
         try path.validate()
-        let result = try await engine.commit(t.database, [.create(path, doc.fields)])
+        let result = try await engine.commit(
+            t.database, [.create(path, doc.fields)], authorizer: try security.authorizer(t.identity, t.database))
         guard let written = result.writeResults.first?.document else { throw HearthError(.internal, "Create returned no document.") }
         return HTTPSupport.json(json.document(written.masked(try Self.mask(params, "mask.fieldPaths"))))
     }
@@ -157,14 +162,16 @@ extension FirestoreRESTResponder {
         let write = Write(
             path: t.path, kind: .update(fields: doc.fields, mask: try Self.mask(params, "updateMask.fieldPaths")),
             precondition: try Self.precondition(params))
-        let result = try await engine.commit(t.database, [write])
+        let result = try await engine.commit(t.database, [write], authorizer: try security.authorizer(t.identity, t.database))
         guard let written = result.writeResults.first?.document else { throw HearthError(.internal, "Update returned no document.") }
         return HTTPSupport.json(json.document(written.masked(try Self.mask(params, "mask.fieldPaths"))))
     }
 
     func deleteDocument(_ t: Target, _ params: Params, _ json: FirestoreJSON) async throws -> Response {
         try Self.checkParams(params)
-        _ = try await engine.commit(t.database, [.delete(t.path, precondition: try Self.precondition(params))])
+        _ = try await engine.commit(
+            t.database, [.delete(t.path, precondition: try Self.precondition(params))],
+            authorizer: try security.authorizer(t.identity, t.database))
         return HTTPSupport.json(.object([]))
     }
 
@@ -178,11 +185,13 @@ extension FirestoreRESTResponder {
             paths.append(try t.database.documentPath(fromName: name))
         }
         let (consistency, newTxn) = try consistency(o, json, t.database)
-        let result = try await engine.batchGet(t.database, paths, mask: try json.mask(o["mask"], "mask"), consistency: consistency)
+        let mask = try json.mask(o["mask"], "mask")
+        let result = try await engine.batchGet(t.database, paths, consistency: consistency)
+        try await security.checkGets(t.identity, t.database, Array(zip(paths, result.documents)))
         var out: [JSON] = []
         if let newTxn { out.append(.object([("transaction", Self.base64(newTxn))])) }
         for (p, d) in zip(paths, result.documents) {
-            let item: (String, JSON) = d.map { ("found", json.document($0)) } ?? ("missing", .string(t.database.name(of: p)))
+            let item: (String, JSON) = d.map { ("found", json.document($0.masked(mask))) } ?? ("missing", .string(t.database.name(of: p)))
             out.append(.object([item, ("readTime", .string(result.readTime.rfc3339))]))
         }
         return HTTPSupport.json(.array(out))
@@ -204,7 +213,8 @@ extension FirestoreRESTResponder {
         var writes: [Write] = []
         for (i, w) in rawWrites.enumerated() { writes.append(try json.write(w, "writes[\(i)]")) }
         let txn = try o.bytes("transaction").map(TransactionID.init(bytes:))
-        let result = try await engine.commit(t.database, writes, transaction: txn)
+        let authorizer = try security.authorizer(t.identity, t.database)
+        let result = try await engine.commit(t.database, writes, transaction: txn, authorizer: authorizer)
         var members: [(String, JSON)] = []
         if !result.writeResults.isEmpty { members.append(("writeResults", .array(result.writeResults.map(json.writeResult)))) }
         members.append(("commitTime", .string(result.commitTime.rfc3339)))
@@ -230,7 +240,7 @@ extension FirestoreRESTResponder {
             do throws(HearthError) { parsed.append(.success(try json.write(w, "writes[\(i)]"))) } catch { parsed.append(.failure(error)) }
         }
         let valid = parsed.compactMap { try? $0.get() }
-        let (outcomes, _) = try await engine.batchWrite(t.database, valid)
+        let (outcomes, _) = try await engine.batchWrite(t.database, valid, authorizer: try security.authorizer(t.identity, t.database))
         var results: [JSON] = []
         var statuses: [JSON] = []
         var next = outcomes.makeIterator()
@@ -259,6 +269,7 @@ extension FirestoreRESTResponder {
         let o = try ProtoObject(body, "", allowed: ["parent", "structuredQuery", "transaction", "newTransaction", "readTime", "explainOptions"])
         guard let sq = o["structuredQuery"] else { throw HearthError.invalidArgument("Missing structuredQuery.") }
         let query = try json.query(sq, parent: t.path, "structured_query")
+        try await security.checkQuery(t.identity, t.database, query)
         let (consistency, newTxn) = try consistency(o, json, t.database)
         let result = try await engine.runQuery(t.database, query, consistency: consistency)
         let readTime = JSON.string(result.readTime.rfc3339)
@@ -289,6 +300,7 @@ extension FirestoreRESTResponder {
         else { throw HearthError.invalidArgument("Missing structuredAggregationQuery.structuredQuery.") }
         let query = try json.query(sq, parent: t.path, "structured_aggregation_query.structured_query")
         let aggregations = try json.aggregations(try saq.array("aggregations"), "structured_aggregation_query.aggregations")
+        try await security.checkQuery(t.identity, t.database, query)
         let (consistency, newTxn) = try consistency(o, json, t.database)
         let result = try await engine.runAggregation(t.database, query, aggregations, consistency: consistency)
         var members: [(String, JSON)] = []
@@ -303,6 +315,7 @@ extension FirestoreRESTResponder {
         let pageSize = Int(try o.int32("pageSize") ?? 0)
         if pageSize < 0 { throw HearthError.invalidArgument("page_size must be non-negative.") }
         let consistency: ReadConsistency = try o.timestamp("readTime").map { .readTime($0) } ?? .latest
+        try security.checkListCollectionIds(t.identity, t.database)
         let ids = try await engine.listCollectionIds(t.database, parent: t.path, consistency: consistency)
         var start = 0
         if let token = try o.string("pageToken"), !token.isEmpty {

@@ -11,16 +11,20 @@ public struct FirestoreRESTResponder: HTTPResponder {
     public typealias Context = BasicRequestContext
 
     let engine: DocumentEngine
-    let access: AccessPolicy
+    let authenticator: Authenticator
+    let security: FirestoreSecurity
     let logger: Logger
     /// Firestore's request size limit (10 MiB) plus room for JSON overhead.
     static let maxBody = 11 * 1024 * 1024
 
-    public init(engine: DocumentEngine, access: AccessPolicy, logger: Logger) {
+    public init(engine: DocumentEngine, authenticator: Authenticator, security: FirestoreSecurity, logger: Logger) {
         self.engine = engine
-        self.access = access
+        self.authenticator = authenticator
+        self.security = security
         self.logger = logger
     }
+
+    var emulator: Bool { security.emulator }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         do {
@@ -43,6 +47,8 @@ public struct FirestoreRESTResponder: HTTPResponder {
         var database: DatabaseName
         var path: ResourcePath
         var verb: String?
+        /// Who is asking (rules judge everyone but admins).
+        var identity: Identity
     }
 
     static let verbs: Set<String> = [
@@ -57,15 +63,9 @@ public struct FirestoreRESTResponder: HTTPResponder {
             return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "Ok")))
         }
         let params = try HTTPSupport.queryParameters(request.uri.query)
-        // Emulator control: DELETE /emulator/v1/projects/{p}/databases/{d}/documents
         if segments.first == "emulator" {
-            guard access.emulator, request.method == .delete, segments.count == 7, segments[1] == "v1", segments[2] == "projects",
-                  segments[4] == "databases", segments[6] == "documents"
-            else { throw HearthError(.notFound, "Not found: \(rawPath)") }
-            let db = DatabaseName(project: segments[3], database: segments[5])
-            try await engine.clear(db)
-            logger.info("cleared database", metadata: ["database": "\(db)"])
-            return HTTPSupport.json(.object([]))
+            var request = request
+            return try await emulatorControl(&request, segments)
         }
         guard segments.count >= 6, segments[0] == "v1", segments[1] == "projects", segments[3] == "databases" else {
             throw HearthError(.notFound, "Not found: \(rawPath)")
@@ -89,9 +89,8 @@ public struct FirestoreRESTResponder: HTTPResponder {
         try Self.validateDatabaseId(database)
         let path = ResourcePath(Array(decoded.dropFirst(6)))
         try path.validate()
-        let caller = access.caller(authorization: request.headers[.authorization])
-        try access.authorizeDocuments(caller)
-        let target = Target(database: database, path: path, verb: verb)
+        let identity = try await authenticator.identify(authorization: request.headers[.authorization])
+        let target = Target(database: database, path: path, verb: verb, identity: identity)
         let json = FirestoreJSON(database: database)
         var request = request
         switch (request.method, verb) {

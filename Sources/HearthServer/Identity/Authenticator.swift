@@ -1,0 +1,80 @@
+public import HearthCore
+public import HearthAuth
+import Foundation
+
+/// The one component every Hearth service authenticates through. It reads
+/// `Authorization: Bearer <credential>` (or `Firebase <ID token>`, as the Storage SDK sends
+/// it) and answers with an ``Identity``:
+///
+/// 1. `owner` in emulator mode, the `--admin-token`, or a service account's access token →
+///    admin (security rules do not apply).
+/// 2. A Firebase ID token signed by Hearth's keys (issuer, audience, expiry checked) → that
+///    user. In emulator mode unsigned (`alg: none`) ID tokens are accepted as the Firebase
+///    emulators accept them — never in production.
+/// 3. No header → unauthenticated. Anything else → 401 UNAUTHENTICATED, which the SDKs
+///    answer by refreshing their token.
+public struct Authenticator: Sendable {
+    public var emulator: Bool
+    public var adminToken: String?
+    public var tokens: TokenService?
+    /// Checks a service account's OAuth2 access token; returns the account's email when valid.
+    public var accessTokens: (@Sendable (String) async -> String?)?
+
+    public init(emulator: Bool, adminToken: String?, tokens: TokenService?,
+                accessTokens: (@Sendable (String) async -> String?)? = nil) {
+        self.emulator = emulator
+        self.adminToken = adminToken
+        self.tokens = tokens
+        self.accessTokens = accessTokens
+    }
+
+    static let unauthenticated = HearthError(
+        .unauthenticated,
+        "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")
+
+    /// The credential in an `Authorization` header (`Bearer x` or `Firebase x`), if any.
+    public static func credential(_ authorization: String?) -> String? {
+        guard let authorization else { return nil }
+        let trimmed = authorization.trimmingCharacters(in: .whitespaces)
+        guard let space = trimmed.firstIndex(of: " ") else { return nil }
+        let scheme = trimmed[..<space].lowercased()
+        guard scheme == "bearer" || scheme == "firebase" else { return nil }
+        let token = trimmed[space...].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
+    /// Resolves the caller of a request from its `Authorization` header.
+    public func identify(authorization: String?) async throws(HearthError) -> Identity {
+        guard let authorization, !authorization.isEmpty else { return .unauthenticated }
+        guard let token = Self.credential(authorization) else { throw Self.unauthenticated }
+        if emulator && token == "owner" { return .admin("owner") }
+        if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) { return .admin("admin-token") }
+        if token.utf8.count(where: { $0 == UInt8(ascii: ".") }) == 2 {
+            if emulator, let jwt = JWT.parse(token), jwt.algorithm == "none" {
+                // The emulators take unsigned tokens at face value (any project, any issuer).
+                guard let uid = jwt.payload["sub"]?.stringValue ?? jwt.payload["user_id"]?.stringValue, !uid.isEmpty else {
+                    throw Self.unauthenticated
+                }
+                return .user(uid: uid, claims: jwt.payload)
+            }
+            if let tokens {
+                do {
+                    let verified = try tokens.verifyIDToken(token)
+                    return .user(uid: verified.uid, claims: verified.claims)
+                } catch {
+                    throw HearthError(.unauthenticated, Self.unauthenticated.message + " (\(error.message))")
+                }
+            }
+        }
+        if let accessTokens, let principal = await accessTokens(token) { return .admin(principal) }
+        throw Self.unauthenticated
+    }
+
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var diff: UInt8 = 0
+        for i in x.indices { diff |= x[i] ^ y[i] }
+        return diff == 0
+    }
+}
