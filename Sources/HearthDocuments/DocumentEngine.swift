@@ -146,29 +146,36 @@ public final class DocumentEngine: Sendable {
         }
         let check = pending
         let db = database.database
-        let result = try await store.write { [self] w in
-            if let check { try self.verify(check, database, w) }
-            let time = self.clock.next()
-            var before: [ResourcePath: Document?] = [:]
-            var after: [ResourcePath: Document?] = [:]
-            var plans: [PlannedWrite] = []
-            plans.reserveCapacity(writes.count)
-            for write in writes {
-                let current: Document? = try after[write.path] ?? w.document(db, write.path)
-                if before[write.path] == nil { before[write.path] = .some(current) }
-                let plan = try self.plan(write, database, time, current: current)
-                after[write.path] = .some(plan.after)
-                plans.append(plan)
+        cache.beginWrite()
+        let result: CommitResult
+        do {
+            result = try await store.write { [self] w in
+                if let check { try self.verify(check, database, w) }
+                let time = self.clock.next()
+                var before: [ResourcePath: Document?] = [:]
+                var after: [ResourcePath: Document?] = [:]
+                var plans: [PlannedWrite] = []
+                plans.reserveCapacity(writes.count)
+                for write in writes {
+                    let current: Document? = try after[write.path] ?? w.document(db, write.path)
+                    if before[write.path] == nil { before[write.path] = .some(current) }
+                    let plan = try self.plan(write, database, time, current: current)
+                    after[write.path] = .some(plan.after)
+                    plans.append(plan)
+                }
+                if let authorizer {
+                    let changes = plans.enumerated().map { i, p in DocumentChange(path: p.write.path, before: p.current, after: p.after, index: i) }
+                    try authorizer.authorize(
+                        changes, database: database, time: time, documents: CommitPeek(writer: w, database: db, before: before, after: after))
+                }
+                if let failed = plans.lazy.compactMap(\.preconditionFailure).first { throw failed }
+                for plan in plans { try self.persist(plan, db, time, w) }
+                try w.setLastCommitTime(time)
+                return CommitResult(commitTime: time, writeResults: plans.map(\.result))
             }
-            if let authorizer {
-                let changes = plans.enumerated().map { i, p in DocumentChange(path: p.write.path, before: p.current, after: p.after, index: i) }
-                try authorizer.authorize(
-                    changes, database: database, time: time, documents: CommitPeek(writer: w, database: db, before: before, after: after))
-            }
-            if let failed = plans.lazy.compactMap(\.preconditionFailure).first { throw failed }
-            for plan in plans { try self.persist(plan, db, time, w) }
-            try w.setLastCommitTime(time)
-            return CommitResult(commitTime: time, writeResults: plans.map(\.result))
+        } catch {
+            cache.abortWrite()
+            throw error
         }
         cache.committed(db, zip(writes, result.writeResults).map { ($0.path, $1.document) }, at: result.commitTime)
         return result
@@ -183,29 +190,36 @@ public final class DocumentEngine: Sendable {
             throw HearthError.invalidArgument("A maximum of 500 entities can be modified in a commit.")
         }
         let db = database.database
-        let result: ([BatchWriteOutcome], Timestamp) = try await store.write { [self] w in
-            let time = self.clock.next()
-            var outcomes: [BatchWriteOutcome] = []
-            for (i, write) in writes.enumerated() {
-                do {
-                    try self.validate(write)
-                    let current = try w.document(db, write.path)
-                    let plan = try self.plan(write, database, time, current: current)
-                    if let authorizer {
-                        let peek = CommitPeek(writer: w, database: db, before: [write.path: current], after: [write.path: plan.after])
-                        try authorizer.authorize(
-                            [DocumentChange(path: write.path, before: current, after: plan.after, index: i)], database: database,
-                            time: time, documents: peek)
+        cache.beginWrite()
+        let result: ([BatchWriteOutcome], Timestamp)
+        do {
+            result = try await store.write { [self] w in
+                let time = self.clock.next()
+                var outcomes: [BatchWriteOutcome] = []
+                for (i, write) in writes.enumerated() {
+                    do {
+                        try self.validate(write)
+                        let current = try w.document(db, write.path)
+                        let plan = try self.plan(write, database, time, current: current)
+                        if let authorizer {
+                            let peek = CommitPeek(writer: w, database: db, before: [write.path: current], after: [write.path: plan.after])
+                            try authorizer.authorize(
+                                [DocumentChange(path: write.path, before: current, after: plan.after, index: i)], database: database,
+                                time: time, documents: peek)
+                        }
+                        if let failed = plan.preconditionFailure { throw failed }
+                        try self.persist(plan, db, time, w)
+                        outcomes.append(.success(plan.result))
+                    } catch let e as HearthError {
+                        outcomes.append(.failure(e))
                     }
-                    if let failed = plan.preconditionFailure { throw failed }
-                    try self.persist(plan, db, time, w)
-                    outcomes.append(.success(plan.result))
-                } catch let e as HearthError {
-                    outcomes.append(.failure(e))
                 }
+                try w.setLastCommitTime(time)
+                return (outcomes, time)
             }
-            try w.setLastCommitTime(time)
-            return (outcomes, time)
+        } catch {
+            cache.abortWrite()
+            throw error
         }
         var changed: [(ResourcePath, Document?)] = []
         for (write, outcome) in zip(writes, result.0) {
@@ -320,6 +334,8 @@ public final class DocumentEngine: Sendable {
     /// Removes every document of a database (the emulator's clear endpoint).
     public func clear(_ database: DatabaseName) async throws {
         let db = database.database
+        cache.beginWrite()
+        defer { cache.abortWrite() }
         try await store.write { w in try w.clearDatabase(db) }
         cache.removeAll(db)
         transactions.withLock { $0.removeAll(database: database) }
