@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HearthDocuments", targets: ["HearthDocuments"]),
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
+        .library(name: "HearthStorage", targets: ["HearthStorage"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -57,6 +58,16 @@ let package = Package(
             dependencies: ["HearthCore", "HearthDocuments", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
+        // Objects and buckets: metadata in SQLite, bytes in a blob store — no HTTP.
+        .target(
+            name: "HearthStorage",
+            dependencies: [
+                "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Transports only: Firestore v1 REST over Hummingbird.
         .target(
             name: "HearthServer",
@@ -85,6 +96,9 @@ let package = Package(
         ),
         .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HearthAuthTests", dependencies: ["HearthAuth", "HearthCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
