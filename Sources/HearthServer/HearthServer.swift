@@ -3,6 +3,7 @@ public import HearthDocuments
 import HearthSQLite
 public import HearthAuth
 import HearthRules
+public import HearthStorage
 import Hummingbird
 public import Logging
 import ServiceLifecycle
@@ -19,6 +20,10 @@ public struct HearthServer: Sendable {
     public let tokens: TokenService
     /// Security rules in force for Firestore.
     public let firestoreRules: RulesStore
+    /// Buckets and objects.
+    public let objects: ObjectStore
+    /// Security rules in force for Storage.
+    public let storageRules: RulesStore
     let logger: Logger
 
     /// Opens storage under the data directory and prepares the engines.
@@ -48,15 +53,30 @@ public struct HearthServer: Sendable {
             }
             logger.info("loaded security rules", metadata: ["file": "\(file)"])
         }
+        let storageRules = RulesStore()
+        if let file = configuration.storageRulesFile {
+            do {
+                try RulesFileWatcher(path: file, store: storageRules, logger: logger).load()
+            } catch let e as RulesLoadError {
+                throw HearthError(.failedPrecondition, e.message)
+            }
+            logger.info("loaded storage rules", metadata: ["file": "\(file)"])
+        }
+        let objects = try ObjectStore.open(directory: dir)
+        try await objects.createBucket(configuration.defaultBucket, ifMissing: true)
+        let swept = try await objects.sweep()
+        if swept > 0 { logger.notice("removed blobs of uploads that never completed", metadata: ["count": "\(swept)"]) }
         logger.info("opened data directory", metadata: ["path": "\(dir.path)"])
-        return HearthServer(configuration: configuration, engine: engine, tokens: tokens, firestoreRules: firestoreRules, logger: logger)
+        return HearthServer(
+            configuration: configuration, engine: engine, tokens: tokens, firestoreRules: firestoreRules, objects: objects,
+            storageRules: storageRules, logger: logger)
     }
 
     /// Runs every listener until SIGTERM/SIGINT, then shuts down gracefully.
     /// `onReady` receives the bound ports once every listener is up (as the ready file does).
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
-        let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore"], logger: logger, onReady: onReady)
+        let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore", "storage"], logger: logger, onReady: onReady)
         let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, tokens: tokens)
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let firestore = Application(
@@ -68,9 +88,24 @@ public struct HearthServer: Sendable {
                 ready.bound("firestore", port)
             },
             logger: logger)
-        var services: [any Service] = [firestore]
+        let storage = Application(
+            responder: StorageRESTResponder(
+                store: objects, authenticator: authenticator,
+                security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, logger: logger),
+                project: configuration.project, logger: logger),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.ports["storage"] ?? 9199), serverName: nil),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                self.logger.notice("storage listening", metadata: ["host": "\(self.configuration.host)", "port": "\(port)"])
+                ready.bound("storage", port)
+            },
+            logger: logger)
+        var services: [any Service] = [firestore, storage]
         if let file = configuration.firestoreRulesFile {
             services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))
+        }
+        if let file = configuration.storageRulesFile {
+            services.append(RulesFileWatcher(path: file, store: storageRules, logger: logger))
         }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

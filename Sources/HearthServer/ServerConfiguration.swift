@@ -4,7 +4,7 @@ import HearthDocuments
 public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port per service name (`firestore`, later `auth`, `storage`, …); 0 = any free port.
-    public var ports: [String: Int] = ["firestore": 8080]
+    public var ports: [String: Int] = ["firestore": 8080, "storage": 9199]
     public var dataDirectory: String = "./hearth-data"
     public var project: String = "demo-hearth"
     public var emulator: Bool = false
@@ -15,8 +15,13 @@ public struct ServerConfiguration: Sendable {
     public var indexesFile: String?
     /// `firestore.rules`: security rules for Firestore, reloaded when the file changes.
     public var firestoreRulesFile: String?
+    /// `storage.rules`: security rules for Storage, reloaded when the file changes.
+    public var storageRulesFile: String?
 
     public init() {}
+
+    /// The project's default bucket, created on first start.
+    public var defaultBucket: String { "\(project).appspot.com" }
 
     /// DESIGN.md's default ports.
     public static let defaultPorts: [String: Int] = [

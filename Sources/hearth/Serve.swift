@@ -9,8 +9,8 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run the Hearth server.",
         discussion: """
             Settings come from flags, then environment variables (HEARTH_DATA_DIR, HEARTH_PROJECT, \
-            HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_FIRESTORE_RULES, HEARTH_LOG_LEVEL), then a firebase.json (and .firebaserc) \
-            in the working directory: `emulators.firestore.port`, `firestore.indexes`, `firestore.rules`. \
+            HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_FIRESTORE_RULES, HEARTH_STORAGE_RULES, HEARTH_LOG_LEVEL), then a firebase.json (and .firebaserc) \
+            in the working directory: `emulators.{firestore,storage}.port`, `firestore.indexes`, `firestore.rules`, `storage.rules`. \
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
             Security rules (--firestore-rules or firebase.json's firestore.rules) judge every request \
@@ -35,6 +35,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("firestore-port"), help: "Firestore port (gRPC and REST); 0 picks a free port. (default: 8080)")
     var firestorePort: Int?
 
+    @Option(name: .customLong("storage-port"), help: "Firebase Storage port (v0 REST); 0 picks a free port. (default: 9199)")
+    var storagePort: Int?
+
     @Option(name: .customLong("ready-file"), help: "Once every listener is up, atomically write {\"firestore\": PORT, ...} here.")
     var readyFile: String?
 
@@ -53,6 +56,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("firestore-rules"), help: "Security rules for Firestore (env HEARTH_FIRESTORE_RULES; default: firebase.json's firestore.rules). Reloaded when the file changes; an edit that does not compile is reported and ignored.")
     var firestoreRules: String?
 
+    @Option(name: .customLong("storage-rules"), help: "Security rules for Storage (env HEARTH_STORAGE_RULES; default: firebase.json's storage.rules). Reloaded when the file changes.")
+    var storageRules: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
     var logLevel: String?
 
@@ -64,12 +70,14 @@ struct Serve: AsyncParsableCommand {
         config.project = project ?? env["HEARTH_PROJECT"] ?? firebase.project ?? config.project
         config.host = host ?? env["HEARTH_HOST"] ?? firebase.host ?? config.host
         config.ports["firestore"] = firestorePort ?? firebase.ports["firestore"] ?? ServerConfiguration.defaultPorts["firestore"]!
+        config.ports["storage"] = storagePort ?? firebase.ports["storage"] ?? ServerConfiguration.defaultPorts["storage"]!
         config.readyFile = readyFile
         config.emulator = emulator
         config.adminToken = adminToken ?? env["HEARTH_ADMIN_TOKEN"]
         config.strictIndexes = strictIndexes
         config.indexesFile = indexes ?? firebase.indexesFile
         config.firestoreRulesFile = firestoreRules ?? env["HEARTH_FIRESTORE_RULES"] ?? firebase.firestoreRulesFile
+        config.storageRulesFile = storageRules ?? env["HEARTH_STORAGE_RULES"] ?? firebase.storageRulesFile
         for (name, port) in config.ports where port < 0 || port > 65535 {
             throw ValidationError("--\(name)-port must be between 0 and 65535.")
         }
@@ -96,6 +104,7 @@ struct FirebaseJSON {
     var ports: [String: Int] = [:]
     var indexesFile: String?
     var firestoreRulesFile: String?
+    var storageRulesFile: String?
 
     static func load(directory: String) -> FirebaseJSON {
         var out = FirebaseJSON()
@@ -115,6 +124,9 @@ struct FirebaseJSON {
             }
             if let rules = json["firestore"]?["rules"]?.stringValue {
                 out.firestoreRulesFile = dir.appendingPathComponent(rules).path
+            }
+            if let rules = json["storage"]?["rules"]?.stringValue {
+                out.storageRulesFile = dir.appendingPathComponent(rules).path
             }
         }
         if let data = FileManager.default.contents(atPath: dir.appendingPathComponent(".firebaserc").path),

@@ -118,6 +118,7 @@ class HearthServer:
         self.ready_file = workdir / "ready.json"
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
+        self.ports: dict = {}
         self.generation = 0
         self._log_path: Path | None = None
 
@@ -132,6 +133,7 @@ class HearthServer:
             "--project", PROJECT,
             "--host", "127.0.0.1",
             "--firestore-port", "0",
+            "--storage-port", "0",
             "--ready-file", str(self.ready_file),
             *self.extra_args,
         ]
@@ -166,9 +168,11 @@ class HearthServer:
         except FileNotFoundError:
             return None
         try:
-            port = json.loads(text)["firestore"]
+            ports = json.loads(text)
+            port = ports["firestore"]
         except (ValueError, KeyError, TypeError):
             return None  # partially written; try again
+        self.ports = {k: int(v) for k, v in ports.items()}
         return int(port)
 
     def stop(self) -> None:
@@ -186,6 +190,10 @@ class HearthServer:
     @property
     def rest_base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def storage_base(self) -> str:
+        return f"http://127.0.0.1:{self.ports['storage']}"
 
     def output(self) -> str:
         return _tail(self._log_path) if self._log_path else ""

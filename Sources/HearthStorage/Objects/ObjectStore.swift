@@ -1,6 +1,6 @@
 public import HearthCore
 public import GRDB
-import Foundation
+public import Foundation
 
 /// Buckets and objects: metadata in SQLite (GRDB), bytes in a ``BlobStore``. Knows nothing
 /// of HTTP. An object changes atomically: its new bytes are finished (durable, immutable)
@@ -15,6 +15,13 @@ public final class ObjectStore: Sendable {
         self.writer = writer
         self.blobs = blobs
         try Self.migrator.migrate(writer)
+    }
+
+    /// The store under a data directory: `storage.sqlite` for metadata, `objects/` for bytes.
+    public static func open(directory: URL) throws -> ObjectStore {
+        try ObjectStore(
+            writer: try DatabasePool(path: directory.appendingPathComponent("storage.sqlite").path),
+            blobs: try FilesystemBlobStore(root: directory.appendingPathComponent("objects")))
     }
 
     static var migrator: DatabaseMigrator {
