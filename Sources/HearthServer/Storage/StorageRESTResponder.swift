@@ -39,6 +39,12 @@ public struct StorageRESTResponder: HTTPResponder {
             if e.code.httpStatus >= 500 {
                 logger.error("storage request failed", metadata: ["path": "\(request.uri.path)", "error": "\(e)"])
             }
+            if e.code == .failedPrecondition && e.message.hasPrefix(ObjectPreconditions.failureMessage) {
+                // Cloud Storage answers failed generation/metageneration conditions with 412.
+                return HTTPSupport.json(
+                    .object([("error", .object([("code", .number(412)), ("message", .string(e.message)), ("status", .string("FAILED_PRECONDITION"))]))]),
+                    status: .preconditionFailed)
+            }
             return HTTPSupport.googleError(e)
         } catch {
             logger.error("storage internal error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
@@ -62,6 +68,7 @@ public struct StorageRESTResponder: HTTPResponder {
             return HTTPSupport.json(.object([("emulator", .string("storage"))]))
         }
         if segments.first == "internal" { return try await internalEndpoint(request, segments) }
+        if ["storage", "upload", "download"].contains(segments.first ?? "") { return try await gcs(request, segments, params) }
         guard segments.count >= 4, segments[0] == "v0", segments[1] == "b", segments[3] == "o" else {
             throw HearthError(.notFound, "Not found: \(path)")
         }

@@ -16,6 +16,10 @@ final class UploadSessions: Sendable {
         let declaredSize: Int64?
         let identity: Identity
         let writer: any BlobWriter
+        let preconditions: ObjectPreconditions
+        /// Checksums the client declared (GCS), checked when the upload completes.
+        let md5: String?
+        let crc32c: String?
         let state: Mutex<State>
 
         enum State {
@@ -25,7 +29,10 @@ final class UploadSessions: Sendable {
         }
 
         init(id: String, bucket: String, name: String, attributes: ObjectAttributes, declaredSize: Int64?, identity: Identity,
-             writer: any BlobWriter) {
+             writer: any BlobWriter, preconditions: ObjectPreconditions = .none, md5: String? = nil, crc32c: String? = nil) {
+            self.preconditions = preconditions
+            self.md5 = md5
+            self.crc32c = crc32c
             self.id = id
             self.bucket = bucket
             self.name = name

@@ -146,8 +146,8 @@ public final class ObjectStore: Sendable {
     }
 
     /// Points the object at a finished blob; deletes the blob again if that fails.
-    func install(
-        _ info: BlobInfo, bucket: String, name: String, attributes: ObjectAttributes, preconditions: ObjectPreconditions, etag: String?
+    public func install(
+        _ info: BlobInfo, bucket: String, name: String, attributes: ObjectAttributes, preconditions: ObjectPreconditions = .none, etag: String? = nil
     ) async throws -> StorageObject {
         let time = Self.now()
         let result: (StorageObject, String?)

@@ -138,7 +138,7 @@ public struct ObjectPreconditions: Sendable, Hashable {
 
     public static let none = ObjectPreconditions()
 
-    func check(_ current: StorageObject?) throws(HearthError) {
+    public func check(_ current: StorageObject?) throws(HearthError) {
         let gen = current?.generation ?? 0
         if let g = ifGenerationMatch, g != gen { throw Self.failed("ifGenerationMatch") }
         if let g = ifGenerationNotMatch, g == gen { throw Self.failed("ifGenerationNotMatch") }
@@ -146,8 +146,11 @@ public struct ObjectPreconditions: Sendable, Hashable {
         if let m = ifMetagenerationNotMatch, m == (current?.metageneration ?? 0) { throw Self.failed("ifMetagenerationNotMatch") }
     }
 
+    /// Every precondition failure's message starts with this (HTTP transports answer 412).
+    public static let failureMessage = "At least one of the pre-conditions you specified did not hold"
+
     static func failed(_ which: String) -> HearthError {
-        HearthError(.failedPrecondition, "At least one of the pre-conditions you specified did not hold (\(which)).")
+        HearthError(.failedPrecondition, "\(failureMessage) (\(which)).")
     }
 }
 
