@@ -1,0 +1,125 @@
+public import HearthCore
+import Crypto
+import Foundation
+
+/// AWS Signature Version 4 for S3: canonical requests, signing keys, and the signatures of
+/// headers, presigned query strings, presigned POST policies and `aws-chunked` payload chunks.
+/// Used both to verify requests (the S3 endpoint) and to sign them (the presigner).
+public enum SigV4 {
+    public static let algorithm = "AWS4-HMAC-SHA256"
+    public static let unsignedPayload = "UNSIGNED-PAYLOAD"
+    public static let emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+    /// `20261122/us-east-1/s3/aws4_request`.
+    public struct Scope: Sendable, Hashable {
+        public var date: String
+        public var region: String
+        public var service: String
+
+        public init(date: String, region: String, service: String = "s3") {
+            self.date = date
+            self.region = region
+            self.service = service
+        }
+
+        public var text: String { "\(date)/\(region)/\(service)/aws4_request" }
+    }
+
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public static func sha256Hex(_ bytes: [UInt8]) -> String { hex(SHA256.hash(data: bytes)) }
+
+    public static func hmac(_ key: [UInt8], _ message: String) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: Array(message.utf8), using: SymmetricKey(data: key)))
+    }
+
+    public static func signingKey(secret: String, scope: Scope) -> [UInt8] {
+        let kDate = hmac(Array("AWS4\(secret)".utf8), scope.date)
+        let kRegion = hmac(kDate, scope.region)
+        let kService = hmac(kRegion, scope.service)
+        return hmac(kService, "aws4_request")
+    }
+
+    /// RFC 3986 encoding as AWS wants it: everything but `A-Z a-z 0-9 - _ . ~` is `%XX`
+    /// (and `/` too, unless `keepSlash`).
+    public static func uriEncode(_ s: String, keepSlash: Bool = false) -> String {
+        var out = ""
+        for b in s.utf8 {
+            switch b {
+            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x5F, 0x2E, 0x7E: out.unicodeScalars.append(UnicodeScalar(b))
+            case 0x2F where keepSlash: out.append("/")
+            default: out += String(format: "%%%02X", b)
+            }
+        }
+        return out
+    }
+
+    /// The canonical request. `path` is decoded (it is re-encoded here once, as S3 does);
+    /// `query` holds decoded pairs; `headers` maps lower-case names to values.
+    public static func canonicalRequest(
+        method: String, path: String, query: [(String, String)], headers: [String: String], signedHeaders: [String], payloadHash: String
+    ) -> String {
+        var encoded: [(String, String)] = query.map { (uriEncode($0.0), uriEncode($0.1)) }
+        encoded.sort { a, b in a.0 == b.0 ? a.1 < b.1 : a.0 < b.0 }
+        let canonicalQuery = encoded.map { $0.0 + "=" + $0.1 }.joined(separator: "&")
+        var canonicalHeaders = ""
+        for name in signedHeaders {
+            let raw: String = headers[name] ?? ""
+            let words = raw.trimmingCharacters(in: .whitespaces).split(separator: " ", omittingEmptySubsequences: true)
+            canonicalHeaders += name + ":" + words.joined(separator: " ") + "\n"
+        }
+        let parts: [String] = [
+            method, uriEncode(path, keepSlash: true), canonicalQuery, canonicalHeaders, signedHeaders.joined(separator: ";"), payloadHash,
+        ]
+        return parts.joined(separator: "\n")
+    }
+
+    public static func stringToSign(amzDate: String, scope: Scope, canonicalRequest: String) -> String {
+        [algorithm, amzDate, scope.text, sha256Hex(Array(canonicalRequest.utf8))].joined(separator: "\n")
+    }
+
+    public static func signature(secret: String, scope: Scope, stringToSign: String) -> String {
+        hex(hmac(signingKey(secret: secret, scope: scope), stringToSign))
+    }
+
+    /// The signature of one `aws-chunked` chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD).
+    public static func chunkSignature(signingKey: [UInt8], amzDate: String, scope: Scope, previous: String, chunk: [UInt8]) -> String {
+        let sts = ["AWS4-HMAC-SHA256-PAYLOAD", amzDate, scope.text, previous, emptySHA256, sha256Hex(chunk)].joined(separator: "\n")
+        return hex(hmac(signingKey, sts))
+    }
+
+    /// Constant-time comparison of two hex signatures.
+    public static func equal(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var d: UInt8 = 0
+        for i in x.indices { d |= x[i] ^ y[i] }
+        return d == 0
+    }
+
+    /// `20261122T093000Z` ↔ seconds since the epoch.
+    public static func parseAmzDate(_ s: String) -> Int64? {
+        let u = Array(s.utf8)
+        guard u.count == 16, u[8] == UInt8(ascii: "T"), u[15] == UInt8(ascii: "Z") else { return nil }
+        func num(_ r: Range<Int>) -> Int64? { Int64(String(decoding: u[r], as: UTF8.self)) }
+        guard let y = num(0..<4), let mo = num(4..<6), let d = num(6..<8), let h = num(9..<11), let mi = num(11..<13), let se = num(13..<15),
+              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, se < 61
+        else { return nil }
+        return CivilCalendar.days(year: y, month: mo, day: d) * 86_400 + h * 3600 + mi * 60 + se
+    }
+
+    public static func formatAmzDate(_ seconds: Int64) -> String {
+        let days = CivilCalendar.floorDiv(seconds, 86_400)
+        let rem = seconds - days * 86_400
+        let (y, m, d) = CivilCalendar.civil(days: days)
+        return String(format: "%04lld%02lld%02lldT%02lld%02lld%02lldZ", y, m, d, rem / 3600, rem / 60 % 60, rem % 60)
+    }
+}
