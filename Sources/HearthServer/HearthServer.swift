@@ -5,6 +5,7 @@ public import HearthAuth
 import HearthRules
 public import HearthStorage
 import Hummingbird
+import HummingbirdCore
 public import Logging
 import ServiceLifecycle
 import NIOCore
@@ -72,15 +73,21 @@ public struct HearthServer: Sendable {
             storageRules: storageRules, logger: logger)
     }
 
+    /// HTTP/1.1 with `Expect: 100-continue` answered at once.
+    static var http1: HTTPServerBuilder {
+        .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
+    }
+
     /// Runs every listener until SIGTERM/SIGINT, then shuts down gracefully.
     /// `onReady` receives the bound ports once every listener is up (as the ready file does).
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
-        let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore", "storage"], logger: logger, onReady: onReady)
+        let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore", "storage", "s3"], logger: logger, onReady: onReady)
         let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, tokens: tokens)
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let firestore = Application(
             responder: FirestoreRESTResponder(engine: engine, authenticator: authenticator, security: security, logger: logger),
+            server: Self.http1,
             configuration: .init(address: .hostname(configuration.host, port: configuration.ports["firestore"] ?? 8080), serverName: nil),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -93,6 +100,7 @@ public struct HearthServer: Sendable {
                 store: objects, authenticator: authenticator,
                 security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, logger: logger),
                 project: configuration.project, logger: logger),
+            server: Self.http1,
             configuration: .init(address: .hostname(configuration.host, port: configuration.ports["storage"] ?? 9199), serverName: nil),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -100,7 +108,17 @@ public struct HearthServer: Sendable {
                 ready.bound("storage", port)
             },
             logger: logger)
-        var services: [any Service] = [firestore, storage]
+        let s3 = Application(
+            responder: S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger),
+            server: Self.http1,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.ports["s3"] ?? 9900), serverName: nil),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                self.logger.notice("s3 listening", metadata: ["host": "\(self.configuration.host)", "port": "\(port)"])
+                ready.bound("s3", port)
+            },
+            logger: logger)
+        var services: [any Service] = [firestore, storage, s3]
         if let file = configuration.firestoreRulesFile {
             services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))
         }

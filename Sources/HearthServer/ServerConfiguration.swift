@@ -4,7 +4,7 @@ import HearthDocuments
 public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port per service name (`firestore`, later `auth`, `storage`, …); 0 = any free port.
-    public var ports: [String: Int] = ["firestore": 8080, "storage": 9199]
+    public var ports: [String: Int] = ["firestore": 8080, "storage": 9199, "s3": 9900]
     public var dataDirectory: String = "./hearth-data"
     public var project: String = "demo-hearth"
     public var emulator: Bool = false

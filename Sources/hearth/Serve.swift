@@ -38,6 +38,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("storage-port"), help: "Firebase Storage port (v0 REST); 0 picks a free port. (default: 9199)")
     var storagePort: Int?
 
+    @Option(name: .customLong("s3-port"), help: "S3-compatible API port; 0 picks a free port. (default: 9900)")
+    var s3Port: Int?
+
     @Option(name: .customLong("ready-file"), help: "Once every listener is up, atomically write {\"firestore\": PORT, ...} here.")
     var readyFile: String?
 
@@ -71,6 +74,7 @@ struct Serve: AsyncParsableCommand {
         config.host = host ?? env["HEARTH_HOST"] ?? firebase.host ?? config.host
         config.ports["firestore"] = firestorePort ?? firebase.ports["firestore"] ?? ServerConfiguration.defaultPorts["firestore"]!
         config.ports["storage"] = storagePort ?? firebase.ports["storage"] ?? ServerConfiguration.defaultPorts["storage"]!
+        config.ports["s3"] = s3Port ?? firebase.ports["s3"] ?? ServerConfiguration.defaultPorts["s3"]!
         config.readyFile = readyFile
         config.emulator = emulator
         config.adminToken = adminToken ?? env["HEARTH_ADMIN_TOKEN"]

@@ -134,6 +134,7 @@ class HearthServer:
             "--host", "127.0.0.1",
             "--firestore-port", "0",
             "--storage-port", "0",
+            "--s3-port", "0",
             "--ready-file", str(self.ready_file),
             *self.extra_args,
         ]
@@ -194,6 +195,10 @@ class HearthServer:
     @property
     def storage_base(self) -> str:
         return f"http://127.0.0.1:{self.ports['storage']}"
+
+    @property
+    def s3_base(self) -> str:
+        return f"http://127.0.0.1:{self.ports['s3']}"
 
     def output(self) -> str:
         return _tail(self._log_path) if self._log_path else ""

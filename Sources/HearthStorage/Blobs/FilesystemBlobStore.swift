@@ -37,7 +37,7 @@ public final class FilesystemBlobStore: BlobStore {
         }
     }
 
-    static func newID() -> String {
+    public static func newID() -> String {
         var rng = SystemRandomNumberGenerator()
         let alphabet = Array("0123456789abcdefghijklmnopqrstuv".utf8)
         return String(decoding: (0..<26).map { _ in alphabet[Int(rng.next() % 32)] }, as: UTF8.self)

@@ -30,6 +30,12 @@ extension ObjectStore {
         public var prefixes: [String]
         /// The last name or prefix returned when more remain (pass it as `after`), else nil.
         public var next: String?
+
+        public init(objects: [StorageObject], prefixes: [String], next: String?) {
+            self.objects = objects
+            self.prefixes = prefixes
+            self.next = next
+        }
     }
 
     /// Lists objects in byte order of their names. With a delimiter, names containing it after

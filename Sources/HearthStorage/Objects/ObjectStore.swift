@@ -54,6 +54,32 @@ public final class ObjectStore: Sendable {
                 CREATE INDEX storage_objects_blob ON storage_objects(blob_id);
                 """)
         }
+        m.registerMigration("hearth-storage-v2-s3") { db in
+            try db.execute(sql: """
+                CREATE TABLE storage_s3_keys(
+                    id TEXT PRIMARY KEY NOT NULL,
+                    secret TEXT NOT NULL,
+                    buckets TEXT NOT NULL,
+                    created_us INTEGER NOT NULL,
+                    revoked INTEGER NOT NULL,
+                    note TEXT);
+                CREATE TABLE storage_multipart(
+                    upload_id TEXT PRIMARY KEY NOT NULL,
+                    bucket TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    attributes TEXT NOT NULL,
+                    created_us INTEGER NOT NULL);
+                CREATE TABLE storage_parts(
+                    upload_id TEXT NOT NULL,
+                    part_number INTEGER NOT NULL,
+                    size INTEGER NOT NULL,
+                    md5 BLOB NOT NULL,
+                    blob_id TEXT NOT NULL,
+                    modified_us INTEGER NOT NULL,
+                    PRIMARY KEY(upload_id, part_number)) WITHOUT ROWID;
+                CREATE INDEX storage_parts_blob ON storage_parts(blob_id);
+                """)
+        }
         return m
     }
 
@@ -176,7 +202,9 @@ public final class ObjectStore: Sendable {
 
     /// The blob id if no object refers to it any more (checked inside the write transaction).
     static func unreferenced(_ db: Database, _ blobID: String) throws -> String? {
-        try Row.fetchOne(db, sql: "SELECT 1 FROM storage_objects WHERE blob_id = ? LIMIT 1", arguments: [blobID]) == nil ? blobID : nil
+        if try Row.fetchOne(db, sql: "SELECT 1 FROM storage_objects WHERE blob_id = ? LIMIT 1", arguments: [blobID]) != nil { return nil }
+        if try Row.fetchOne(db, sql: "SELECT 1 FROM storage_parts WHERE blob_id = ? LIMIT 1", arguments: [blobID]) != nil { return nil }
+        return blobID
     }
 
     /// Stores bytes held in memory (small objects, tests).

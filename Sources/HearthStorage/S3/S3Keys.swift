@@ -1,0 +1,66 @@
+public import HearthCore
+import GRDB
+import Foundation
+
+/// S3 access keys (`hearth admin s3-keys`): an id, a secret, optionally the only buckets they
+/// may touch. SigV4 needs the secret itself to check a signature (as AWS does), so it is
+/// stored — in the data directory's `storage.sqlite`, which only the server's user can read
+/// — and shown once, at creation.
+public struct S3AccessKey: Sendable, Hashable {
+    public var id: String
+    public var secret: String
+    /// Buckets the key may use; empty = every bucket.
+    public var buckets: [String]
+    public var created: Timestamp
+    public var revoked: Bool
+    public var note: String?
+
+    public func allows(bucket: String?) -> Bool {
+        guard let bucket else { return buckets.isEmpty }
+        return buckets.isEmpty || buckets.contains(bucket)
+    }
+}
+
+extension ObjectStore {
+    public func createAccessKey(buckets: [String] = [], note: String? = nil) async throws -> S3AccessKey {
+        for b in buckets { try StorageNames.validateBucket(b) }
+        func random(_ n: Int, _ alphabet: String) -> String {
+            let a = Array(alphabet)
+            var rng = SystemRandomNumberGenerator()
+            return String((0..<n).map { _ in a[Int.random(in: 0..<a.count, using: &rng)] })
+        }
+        let key = S3AccessKey(
+            id: "HRTH" + random(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"),
+            secret: random(40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"), buckets: buckets,
+            created: Self.now(), revoked: false, note: note)
+        try await writer.write { db in
+            try db.execute(
+                sql: "INSERT INTO storage_s3_keys(id, secret, buckets, created_us, revoked, note) VALUES (?, ?, ?, ?, 0, ?)",
+                arguments: [key.id, key.secret, buckets.joined(separator: ","), key.created.microseconds, note])
+        }
+        return key
+    }
+
+    public func accessKeys() async throws -> [S3AccessKey] {
+        try await writer.read { db in try Row.fetchAll(db, sql: "SELECT * FROM storage_s3_keys ORDER BY created_us").map(Self.decodeKey) }
+    }
+
+    public func accessKey(_ id: String) async throws -> S3AccessKey? {
+        try await writer.read { db in try Row.fetchOne(db, sql: "SELECT * FROM storage_s3_keys WHERE id = ?", arguments: [id]).map(Self.decodeKey) }
+    }
+
+    /// Revokes a key: requests signed with it fail from now on. NOT_FOUND if there is no such key.
+    public func revokeAccessKey(_ id: String) async throws {
+        try await writer.write { db in
+            try db.execute(sql: "UPDATE storage_s3_keys SET revoked = 1 WHERE id = ?", arguments: [id])
+            if db.changesCount == 0 { throw HearthError(.notFound, "No access key \(id).") }
+        }
+    }
+
+    static func decodeKey(_ row: Row) -> S3AccessKey {
+        let buckets: String = row["buckets"]
+        return S3AccessKey(
+            id: row["id"], secret: row["secret"], buckets: buckets.isEmpty ? [] : buckets.split(separator: ",").map(String.init),
+            created: Timestamp(microseconds: row["created_us"]), revoked: row["revoked"], note: row["note"])
+    }
+}

@@ -1,0 +1,258 @@
+"""Hearth's S3-compatible API through the official `boto3`, plus presigned URLs and POST
+forms used the way app backends hand them out (plain `requests` as the browser/app)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+import uuid
+
+import boto3
+import pytest
+import requests
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from conftest import HearthServer, TARGET
+
+pytestmark = pytest.mark.hearth_only("the S3 API is served by Hearth")
+
+
+def create_key(data_dir, *buckets) -> dict:
+    cmd = [os.environ["HEARTH_BIN"], "admin", "s3-keys", "create", "--data-dir", str(data_dir), "--json"]
+    for b in buckets:
+        cmd += ["--bucket", b]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=60).stdout
+    return json.loads(out)
+
+
+def client(endpoint, key, secret=None):
+    return boto3.client(
+        "s3", endpoint_url=endpoint, region_name="us-east-1",
+        aws_access_key_id=key["accessKeyId"], aws_secret_access_key=secret or key["secretAccessKey"],
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version="s3v4"))
+
+
+def code(excinfo) -> str:
+    return excinfo.value.response["Error"]["Code"]
+
+
+@pytest.fixture(scope="module")
+def hearth(server):
+    if TARGET != "hearth":
+        pytest.skip("the S3 API is a Hearth service")
+    return server
+
+
+@pytest.fixture(scope="module")
+def key(hearth):
+    return create_key(hearth.data_dir)
+
+
+@pytest.fixture(scope="module")
+def s3(hearth, key):
+    return client(hearth.s3_base, key)
+
+
+@pytest.fixture
+def bucket(s3):
+    name = f"s3-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=name)
+    yield name
+    paginator = s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=name):
+        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+        if keys:
+            s3.delete_objects(Bucket=name, Delete={"Objects": keys})
+    s3.delete_bucket(Bucket=name)
+
+
+def test_buckets(s3, bucket):
+    s3.head_bucket(Bucket=bucket)
+    assert bucket in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket=bucket)
+    assert code(e) == "BucketAlreadyOwnedByYou"
+    with pytest.raises(ClientError) as e:
+        s3.head_bucket(Bucket="no-such-bucket-here")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+def test_put_get_head_ranges_and_conditions(s3, bucket):
+    data = os.urandom(300_000)
+    put = s3.put_object(Bucket=bucket, Key="a/b c+ü.bin", Body=data, ContentType="application/x-test",
+                        Metadata={"owner": "alice"}, CacheControl="max-age=5")
+    assert put["ETag"] == '"%s"' % hashlib.md5(data).hexdigest()
+    got = s3.get_object(Bucket=bucket, Key="a/b c+ü.bin")
+    assert got["Body"].read() == data and got["ContentType"] == "application/x-test"
+    assert got["Metadata"] == {"owner": "alice"} and got["CacheControl"] == "max-age=5"
+    head = s3.head_object(Bucket=bucket, Key="a/b c+ü.bin")
+    assert head["ContentLength"] == len(data)
+    part = s3.get_object(Bucket=bucket, Key="a/b c+ü.bin", Range="bytes=100-199")
+    assert part["Body"].read() == data[100:200] and part["ContentRange"] == f"bytes 100-199/{len(data)}"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="a/b c+ü.bin", Range=f"bytes={len(data) + 10}-")
+    assert code(e) == "InvalidRange"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="a/b c+ü.bin", IfNoneMatch=put["ETag"])
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 304
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="a/b c+ü.bin", IfMatch='"0000"')
+    assert code(e) == "PreconditionFailed"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="missing")
+    assert code(e) == "NoSuchKey"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket="no-such-bucket-here", Key="x")
+    assert code(e) == "NoSuchBucket"
+
+
+def test_listing_pages_over_1000_keys_and_prefixes(s3, bucket):
+    for i in range(1050):
+        s3.put_object(Bucket=bucket, Key=f"logs/{i:05d}.txt", Body=b"x")
+    for d in ("x", "y"):
+        s3.put_object(Bucket=bucket, Key=f"dirs/{d}/file", Body=b"x")
+    keys = []
+    pages = 0
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="logs/"):
+        keys += [o["Key"] for o in page.get("Contents", [])]
+        pages += 1
+    assert keys == [f"logs/{i:05d}.txt" for i in range(1050)] and pages == 2
+    small = s3.list_objects_v2(Bucket=bucket, Prefix="logs/", MaxKeys=7)
+    assert small["KeyCount"] == 7 and small["IsTruncated"]
+    nxt = s3.list_objects_v2(Bucket=bucket, Prefix="logs/", MaxKeys=7, ContinuationToken=small["NextContinuationToken"])
+    assert nxt["Contents"][0]["Key"] == "logs/00007.txt"
+    top = s3.list_objects_v2(Bucket=bucket, Delimiter="/")
+    assert [p["Prefix"] for p in top["CommonPrefixes"]] == ["dirs/", "logs/"] and "Contents" not in top
+    assert s3.list_objects_v2(Bucket=bucket, Prefix="dirs/", Delimiter="/")["CommonPrefixes"] == [{"Prefix": "dirs/x/"}, {"Prefix": "dirs/y/"}]
+
+
+def test_multipart_upload_copy_and_delete(s3, bucket):
+    p1, p2 = os.urandom(5 * 1024 * 1024), os.urandom(1024 * 1024 + 7)
+    up = s3.create_multipart_upload(Bucket=bucket, Key="big.bin", ContentType="video/mp4")
+    e1 = s3.upload_part(Bucket=bucket, Key="big.bin", UploadId=up["UploadId"], PartNumber=1, Body=p1)["ETag"]
+    e2 = s3.upload_part(Bucket=bucket, Key="big.bin", UploadId=up["UploadId"], PartNumber=2, Body=p2)["ETag"]
+    parts = s3.list_parts(Bucket=bucket, Key="big.bin", UploadId=up["UploadId"])["Parts"]
+    assert [p["PartNumber"] for p in parts] == [1, 2] and parts[1]["Size"] == len(p2)
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="big.bin")  # nothing visible before completion
+    done = s3.complete_multipart_upload(Bucket=bucket, Key="big.bin", UploadId=up["UploadId"],
+                                        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+    expected = hashlib.md5(hashlib.md5(p1).digest() + hashlib.md5(p2).digest()).hexdigest() + "-2"
+    assert done["ETag"] == f'"{expected}"'
+    got = s3.get_object(Bucket=bucket, Key="big.bin")
+    assert got["Body"].read() == p1 + p2 and got["ContentType"] == "video/mp4"
+    # Too-small parts and aborted uploads.
+    up2 = s3.create_multipart_upload(Bucket=bucket, Key="small.bin")
+    a = s3.upload_part(Bucket=bucket, Key="small.bin", UploadId=up2["UploadId"], PartNumber=1, Body=b"tiny")["ETag"]
+    b = s3.upload_part(Bucket=bucket, Key="small.bin", UploadId=up2["UploadId"], PartNumber=2, Body=b"tiny")["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="small.bin", UploadId=up2["UploadId"],
+                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": a}, {"PartNumber": 2, "ETag": b}]})
+    assert code(e) == "EntityTooSmall"
+    s3.abort_multipart_upload(Bucket=bucket, Key="small.bin", UploadId=up2["UploadId"])
+    with pytest.raises(ClientError) as e:
+        s3.list_parts(Bucket=bucket, Key="small.bin", UploadId=up2["UploadId"])
+    assert code(e) == "NoSuchUpload"
+    # Copy, then delete one and many.
+    s3.copy_object(Bucket=bucket, Key="copy.bin", CopySource={"Bucket": bucket, "Key": "big.bin"})
+    assert s3.head_object(Bucket=bucket, Key="copy.bin")["ContentLength"] == len(p1) + len(p2)
+    s3.delete_object(Bucket=bucket, Key="big.bin")
+    assert s3.get_object(Bucket=bucket, Key="copy.bin")["Body"].read() == p1 + p2
+    res = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "copy.bin"}, {"Key": "never-was"}]})
+    assert sorted(d["Key"] for d in res["Deleted"]) == ["copy.bin", "never-was"]
+
+
+def test_managed_transfer_upload_and_download(s3, bucket, tmp_path):
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(13 * 1024 * 1024))
+    cfg = TransferConfig(multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024, max_concurrency=4)
+    s3.upload_file(str(src), bucket, "transfer.bin", Config=cfg)
+    dst = tmp_path / "dst.bin"
+    s3.download_file(bucket, "transfer.bin", str(dst), Config=cfg)
+    assert dst.read_bytes() == src.read_bytes()
+
+
+def test_presigned_urls(s3, bucket):
+    put_url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "up.txt"}, ExpiresIn=300)
+    assert requests.put(put_url, data=b"from an app", timeout=30).status_code == 200
+    get_url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "up.txt"}, ExpiresIn=300)
+    r = requests.get(get_url, timeout=30)
+    assert r.status_code == 200 and r.content == b"from an app"
+    tampered = get_url.replace("up.txt", "other.txt")
+    r = requests.get(tampered, timeout=30)
+    assert r.status_code == 403 and b"<Code>SignatureDoesNotMatch</Code>" in r.content
+    bad_sig = get_url[:-4] + ("0000" if not get_url.endswith("0000") else "1111")
+    assert requests.get(bad_sig, timeout=30).status_code == 403
+    short = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "up.txt"}, ExpiresIn=1)
+    time.sleep(2.1)
+    r = requests.get(short, timeout=30)
+    assert r.status_code == 403 and b"Request has expired" in r.content
+
+
+def test_presigned_post_policies(s3, bucket):
+    post = s3.generate_presigned_post(
+        bucket, "uploads/${filename}", Fields={"Content-Type": "image/png"},
+        Conditions=[["starts-with", "$key", "uploads/"], ["content-length-range", 1, 100], {"Content-Type": "image/png"}],
+        ExpiresIn=300)
+    ok = requests.post(post["url"], data=post["fields"], files={"file": ("pic.png", b"\x89PNG small")}, timeout=30)
+    assert ok.status_code == 204, ok.text
+    got = s3.get_object(Bucket=bucket, Key="uploads/pic.png")
+    assert got["Body"].read() == b"\x89PNG small" and got["ContentType"] == "image/png"
+    big = requests.post(post["url"], data=post["fields"], files={"file": ("big.png", b"x" * 500)}, timeout=30)
+    assert big.status_code == 400 and b"EntityTooLarge" in big.content
+    wrong = dict(post["fields"], key="elsewhere/x.png")
+    r = requests.post(post["url"], data=wrong, files={"file": ("x.png", b"x")}, timeout=30)
+    assert r.status_code == 403 and b"Policy Condition failed" in r.content
+    forged = dict(post["fields"], policy=post["fields"]["policy"][:-4] + "AAAA")
+    assert requests.post(post["url"], data=forged, files={"file": ("x.png", b"x")}, timeout=30).status_code == 403
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="uploads/big.png")
+
+
+def test_wrong_secret_and_scoped_keys(hearth, s3, bucket):
+    key = create_key(hearth.data_dir, bucket)
+    scoped = client(hearth.s3_base, key)
+    scoped.put_object(Bucket=bucket, Key="ok.txt", Body=b"1")
+    other = f"s3-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=other)
+    with pytest.raises(ClientError) as e:
+        scoped.put_object(Bucket=other, Key="no.txt", Body=b"1")
+    assert code(e) == "AccessDenied"
+    s3.delete_bucket(Bucket=other)
+    with pytest.raises(ClientError) as e:
+        client(hearth.s3_base, key, secret="wrong" * 8).get_object(Bucket=bucket, Key="ok.txt")
+    assert code(e) == "SignatureDoesNotMatch"
+
+
+@pytest.fixture(scope="module")
+def production(tmp_path_factory):
+    if TARGET != "hearth":
+        pytest.skip("production mode is a Hearth property")
+    srv = HearthServer(os.environ["HEARTH_BIN"], tmp_path_factory.mktemp("s3prod"), emulator=False)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def test_production_requires_valid_signatures(production):
+    key = create_key(production.data_dir)
+    s3 = client(production.s3_base, key)
+    s3.create_bucket(Bucket="prod-bucket")
+    s3.put_object(Bucket="prod-bucket", Key="k", Body=b"v")
+    r = requests.get(f"{production.s3_base}/prod-bucket/k", timeout=30)
+    assert r.status_code == 403 and b"<Code>AccessDenied</Code>" in r.content
+    with pytest.raises(ClientError) as e:
+        client(production.s3_base, {"accessKeyId": "HRTHNOSUCHKEY", "secretAccessKey": "x" * 40}).list_buckets()
+    assert code(e) == "InvalidAccessKeyId"
+    subprocess.run([os.environ["HEARTH_BIN"], "admin", "s3-keys", "revoke", "--data-dir", str(production.data_dir),
+                    key["accessKeyId"]], check=True, capture_output=True, timeout=60)
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket="prod-bucket", Key="k")
+    assert code(e) == "InvalidAccessKeyId"
