@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HearthDocuments", targets: ["HearthDocuments"]),
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
+        .library(name: "HearthTesting", targets: ["HearthTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -68,10 +69,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Helpers for users' own tests: rules test beds, cases files (`hearth rules test`).
+        .target(name: "HearthTesting", dependencies: ["HearthCore", "HearthRules"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "hearth",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer",
+                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthRules", "HearthTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -88,6 +91,9 @@ let package = Package(
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthTestingTests", dependencies: ["HearthTesting", "HearthRules", "HearthCore"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthDocumentsTests",
             dependencies: ["HearthCore", "HearthDocuments", "HearthSQLite"],

@@ -12,7 +12,7 @@ struct Hearth: AsyncParsableCommand {
 
             Start with `hearth serve`; see `hearth serve --help` for every option.
             """,
-        subcommands: [Serve.self, Bench.self],
+        subcommands: [Serve.self, Bench.self, RulesCommand.self],
         defaultSubcommand: nil
     )
 }
