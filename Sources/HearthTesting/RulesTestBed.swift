@@ -207,7 +207,9 @@ public final class RulesTestBed {
 
     /// `allowed by firestore.rules:12:7 "allow read: if …"` or `denied: <reason>`.
     public func explanation(_ d: RulesDecision) -> String {
-        guard d.isAllowed else { return "denied: " + d.reason }
+        guard d.isAllowed else {
+            return "denied: " + (d.reason.hasPrefix("Denied: ") ? String(d.reason.dropFirst(8)) : d.reason)
+        }
         guard let rule = d.rule else { return "allowed: " + d.reason }
         var text = ruleset.source.text(of: rule).split(whereSeparator: \.isNewline)
             .map { $0.trimmingPrefix(while: \.isWhitespace) }.joined(separator: " ")

@@ -45,14 +45,8 @@ struct RulesTest: ParsableCommand {
     @Flag(help: "Print only failures and the summary.") var quiet = false
 
     func run() throws {
-        let rulesText: String
-        let casesText: String
-        do {
-            rulesText = try String(contentsOfFile: rulesFile, encoding: .utf8)
-            casesText = try String(contentsOfFile: casesFile, encoding: .utf8)
-        } catch {
-            Self.fail("error: \(error.localizedDescription)")
-        }
+        let rulesText = Self.read(rulesFile)
+        let casesText = Self.read(casesFile)
         let bed: RulesTestBed
         do throws(RulesCompileError) {
             bed = try RulesTestBed(rules: rulesText, fileName: rulesFile)
@@ -83,6 +77,12 @@ struct RulesTest: ParsableCommand {
             Self.fail("error: cannot write the coverage report: \(error.localizedDescription)")
         }
         if failed > 0 { throw ExitCode(1) }
+    }
+
+    static func read(_ path: String) -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { fail("error: cannot read \(path)") }
+        guard let text = String(data: data, encoding: .utf8) else { fail("error: \(path) is not UTF-8 text") }
+        return text
     }
 
     static func printError(_ s: String) {

@@ -40,7 +40,20 @@ public struct RulesCoverageReport: Sendable {
     }
 
     /// Every expression in source order (outer before inner), never-evaluated ones included.
-    public var entries: [RulesCoverage.Entry] { coverage.entries(for: ruleset) }
+    /// The name of a called function (`f` in `f(x)`, `size` in `x.size()`) is not an
+    /// expression of its own and is left out unless the evaluator counted it.
+    public var entries: [RulesCoverage.Entry] {
+        var callees = Set<Int>()
+        for e in ruleset.expressions {
+            if case .call(let f, _) = e.kind {
+                switch f.kind {
+                case .identifier, .member: callees.insert(f.id)
+                default: break
+                }
+            }
+        }
+        return coverage.entries(for: ruleset).filter { !callees.contains($0.id) || $0.counts.evaluations > 0 }
+    }
 
     public static func status(_ c: RulesCoverage.Counts) -> Status {
         if c.evaluations == 0 { return .unevaluated }
@@ -109,12 +122,13 @@ public struct RulesCoverageReport: Sendable {
             pre { font: 13px/1.5 ui-monospace, Menlo, Consolas, monospace; background: #fafafa; border: 1px solid #ddd; padding: 1em; overflow-x: auto; }
             pre span.x { border-radius: 2px; }
             .ln { display: inline-block; width: 3.5em; color: #999; user-select: none; background: #fafafa; }
-            .unevaluated { background: rgba(160,160,160,.25); }
-            .true { background: rgba(40,170,70,.22); }
-            .false { background: rgba(230,140,20,.25); }
-            .both { background: rgba(40,120,230,.18); }
-            .error { background: rgba(220,40,40,.25); text-decoration: underline wavy rgba(200,0,0,.6); }
-            .value { background: rgba(150,80,200,.15); }
+            .unevaluated { background: #e2e2e2; }
+            .true { background: #c6efce; }
+            .false { background: #ffdcae; }
+            .both { background: #cfe0ff; }
+            .error { background: #ffc4c4; text-decoration: underline wavy #c00; }
+            .value { background: transparent; }
+            .legend .value { border-bottom: 1px dotted #888; }
             pre span.x:hover { outline: 1px solid #333; }
             table { border-collapse: collapse; font-size: 13px; }
             td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: left; vertical-align: top; }
@@ -127,7 +141,7 @@ public struct RulesCoverageReport: Sendable {
         let evaluated = e.filter { $0.counts.evaluations > 0 }.count
         let pct = e.isEmpty ? 100 : evaluated * 100 / e.count
         out += "<h1>Rules coverage: \(Self.escape(ruleset.source.name))</h1>\n"
-        out += "<p>\(evaluated) of \(e.count) expressions evaluated (\(pct)%). Hover over an expression for its counts.</p>\n"
+        out += "<p>\(evaluated) of \(e.count) expressions evaluated (\(pct)%). Hover over an expression for its counts; an inner expression's colour covers its parent's.</p>\n"
         out += "<p class=\"legend\">"
         for s in Status.allCases { out += "<span class=\"\(s.rawValue)\">\(Self.label(s))</span>" }
         out += "</p>\n<pre>"
