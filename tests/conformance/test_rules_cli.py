@@ -62,9 +62,9 @@ def test_all_pass(tmp_path):
     assert lines[-1].startswith("5 passed, 0 failed, 5 cases;")
     report = json.loads((tmp_path / "cov.json").read_text())
     assert report["file"] == "firestore.rules"
-    by_text = {e["text"]: e for e in report["report"]}
-    assert by_text["request.auth.uid == userId"]["true"] >= 1
-    assert by_text["request.auth.uid == userId"]["false"] >= 1
+    read_check = [e for e in report["report"] if e["text"] == "request.auth.uid == userId" and e["start"]["line"] == 5]
+    assert len(read_check) == 1
+    assert read_check[0]["true"] == 1 and read_check[0]["false"] == 1 and read_check[0]["status"] == "both"
     html = (tmp_path / "cov.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "&amp;&amp;" in html
 
