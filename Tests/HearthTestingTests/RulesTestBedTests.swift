@@ -151,3 +151,26 @@ struct RulesTestBedTests {
         #expect(report.summary.evaluated > 0 && report.summary.evaluated < report.summary.expressions)
     }
 }
+
+@Suite("RulesTestBed: collection-group queries")
+struct RulesTestBedGroupTests {
+    @Test func collectionGroupNeedsARecursiveMatch() throws {
+        let bed = try RulesTestBed(rules: """
+            rules_version = '2';
+            service cloud.firestore {
+              match /databases/{database}/documents {
+                match /{path=**}/comments/{c} { allow list: if resource.data.visible == true; }
+                match /notes/{n} { allow list: if true; }
+              }
+            }
+            """)
+        let visible = RulesQuery(filter: .field(FieldPath(["visible"]), .equal, .boolean(true)))
+        try bed.expect(.allow, RulesTestRequest(.list, "/", auth: RulesTestRequest.auth("alice"), query: visible,
+                                                collectionGroup: "comments"))
+        try bed.expect(.deny, RulesTestRequest(.list, "/", auth: RulesTestRequest.auth("alice"), query: RulesQuery(),
+                                               collectionGroup: "comments"))
+        // `/notes/{n}` has no recursive wildcard, so it cannot cover a collection-group query.
+        try bed.expect(.deny, RulesTestRequest(.list, "/", query: RulesQuery(), collectionGroup: "notes"))
+        try bed.expectAllowed(.list, "/notes")
+    }
+}
