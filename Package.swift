@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .library(name: "HearthStorage", targets: ["HearthStorage"]),
+        .library(name: "HearthTesting", targets: ["HearthTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -84,10 +85,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Helpers for users' own tests: rules test beds, cases files (`hearth rules test`).
+        .target(name: "HearthTesting", dependencies: ["HearthCore", "HearthRules"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "hearth",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthStorage",
+                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthStorage", "HearthRules", "HearthTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -107,6 +110,9 @@ let package = Package(
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthTestingTests", dependencies: ["HearthTesting", "HearthRules", "HearthCore"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthDocumentsTests",
             dependencies: ["HearthCore", "HearthDocuments", "HearthSQLite"],

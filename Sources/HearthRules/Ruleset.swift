@@ -243,6 +243,7 @@ public final class Ruleset: Sendable {
             case .notBoolean(let type): return "\(head) gave a \(type), not a bool"
             }
         }
-        return "Denied: " + parts.joined(separator: "; ") + "."
+        let joined = parts.joined(separator: "; ")
+        return "Denied: " + joined + (joined.hasSuffix(".") ? "" : ".")
     }
 }
