@@ -309,6 +309,14 @@ struct FirestoreRulesTests {
             // The broken file changed nothing.
             #expect(try await client.execute(uri: "\(Self.root)/users/bob", method: .get, headers: Self.bearer("bob")).status == .ok)
             #expect(try await client.execute(uri: "\(Self.root)/users/bob", method: .get, headers: Self.bearer("alice")).status == .forbidden)
+            // Coverage of what was evaluated so far, as JSON and HTML.
+            let coverage = try await client.execute(uri: "/emulator/v1/projects/demo-hearth:ruleCoverage", method: .get)
+            let report = try JSON.parse(coverage.body.readableBytesView)
+            #expect(coverage.status == .ok)
+            guard case .number(let evaluated)? = report["evaluated"] else { Issue.record("no evaluated count: \(report)"); return }
+            #expect((Int(evaluated) ?? 0) > 0)
+            let html = try await client.execute(uri: "/emulator/v1/projects/demo-hearth:ruleCoverage.html", method: .get)
+            #expect(html.status == .ok && String(buffer: html.body).contains("request.auth.uid == userId"))
             // `owner` is admin and bypasses rules.
             #expect(try await client.execute(uri: "\(Self.root)/users/bob", method: .get, headers: [.authorization: "Bearer owner"]).status == .ok)
         }

@@ -2,11 +2,14 @@ import HearthCore
 import HearthDocuments
 import HearthRules
 import Hummingbird
+import NIOCore
 
 /// The Firestore emulator's control endpoints (emulator mode only):
 /// - `DELETE /emulator/v1/projects/{p}/databases/{d}/documents` clears a database;
 /// - `PUT /emulator/v1/projects/{p}:securityRules` with `{"rules":{"files":[{"name","content"}]}}`
-///   replaces the project's security rules (a file that does not compile changes nothing).
+///   replaces the project's security rules (a file that does not compile changes nothing);
+/// - `GET /emulator/v1/projects/{p}:ruleCoverage` (JSON) and `:ruleCoverage.html`: how often
+///   each expression of the project's rules was evaluated and what it gave, since they loaded.
 extension FirestoreRESTResponder {
     func emulatorControl(_ request: inout Request, _ segments: [String]) async throws -> Response {
         let path = request.uri.path
@@ -25,6 +28,17 @@ extension FirestoreRESTResponder {
             switch (request.method, verb) {
             case (.put, "securityRules"):
                 return try await putSecurityRules(project, try await body(&request))
+            case (.get, "ruleCoverage"), (.get, "ruleCoverage.html"):
+                guard let loaded = security.rules.rules(for: project) else {
+                    throw HearthError(.notFound, "No security rules are loaded for project \(project).")
+                }
+                let report = RulesCoverageReport(ruleset: loaded.ruleset, coverage: loaded.accumulatedCoverage)
+                if verb == "ruleCoverage" {
+                    return HTTPSupport.json(report.jsonValue())
+                }
+                return Response(
+                    status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(string: report.html())))
             default: break
             }
         }
