@@ -5,6 +5,7 @@ import GRDB
 import HearthCore
 import HearthDocuments
 import HearthServer
+import HearthRules
 import Hummingbird
 import Logging
 import NIOCore
@@ -19,7 +20,8 @@ struct Bench: AsyncParsableCommand {
             Phases: http (baseline: a minimal Hummingbird route), grdb (baselines: raw GRDB inserts \
             of the same bytes with the same durability, one transaction each and 64 per transaction, \
             and raw point selects), rules (one rules evaluation, no I/O: owner check, a get(), a list query, \
-            next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), write (single-document writes over REST), read (point gets over \
+            next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), write (single-document writes over REST), rules-write (a signed-in user's writes over \
+            REST without rules and with an owner-check rule, same server, same run), read (point gets over \
             REST), query (a 20-document query page from collections of --small and --large documents). \
             Clients run in this process against an in-process server on 127.0.0.1.
             """
@@ -29,7 +31,8 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,write,read,query.") var phases = "http,grdb,rules,engine,write,read,query"
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,write,rules-write,read,query.")
+    var phases = "http,grdb,rules,engine,write,rules-write,read,query"
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
@@ -68,7 +71,7 @@ struct Bench: AsyncParsableCommand {
             try await GRDBBaseline(path: dir + "/baseline.sqlite", clients: clients, duration: duration).run()
         }
         if selected.contains("rules") { try RulesBench(duration: duration).run() }
-        guard !selected.isDisjoint(with: ["engine", "write", "read", "query"]) else { return }
+        guard !selected.isDisjoint(with: ["engine", "write", "rules-write", "read", "query"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports["firestore"] = 0
@@ -90,6 +93,21 @@ struct Bench: AsyncParsableCommand {
             if selected.contains("write") || selected.contains("read") {
                 let body = Bench.documentBody(0)
                 print(try await load.run("hearth: write one document (PATCH)") { i in (HTTPMethod.PATCH, "\(base)/bench/w\(i)", body) })
+            }
+            if selected.contains("rules-write") {
+                // The same signed-in user's writes, to a project without rules and to one with an
+                // owner-check rule, on the same server in the same run.
+                let user = load.with(authorization: "Bearer " + Bench.unsignedToken(uid: "bench-user"))
+                let body = Bench.documentBody(0)
+                print(try await user.run("hearth: write as a user, no rules") { i in
+                    (HTTPMethod.PATCH, "\(base)/users/bench-user/items/w\(i)", body)
+                })
+                let rules = try Ruleset.compile(Bench.ownerRules, fileName: "bench.rules")
+                server.firestoreRules.setProjectRules(RulesStore.Loaded(rules, origin: "bench"), project: "demo-rules")
+                let ruled = base.replacingOccurrences(of: "projects/demo-hearth/", with: "projects/demo-rules/")
+                print(try await user.run("hearth: write as a user, owner-check rules") { i in
+                    (HTTPMethod.PATCH, "\(ruled)/users/bench-user/items/w\(i)", body)
+                })
             }
             if selected.contains("read") {
                 let n = max(1, try await count(engine, "bench") - 16)
@@ -114,6 +132,26 @@ struct Bench: AsyncParsableCommand {
                 }
             }
         }
+    }
+
+    static let ownerRules = """
+        rules_version = '2';
+        service cloud.firestore {
+          match /databases/{database}/documents {
+            match /users/{userId}/{document=**} {
+              allow read, write: if request.auth != null && request.auth.uid == userId;
+            }
+          }
+        }
+        """
+
+    /// An emulator-style unsigned ID token (the bench server runs in emulator mode).
+    static func unsignedToken(uid: String) -> String {
+        func b64(_ s: String) -> String {
+            Data(s.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+        return b64(#"{"alg":"none","typ":"JWT"}"#) + "." + b64(#"{"sub":"\#(uid)","user_id":"\#(uid)","aud":"demo-hearth"}"#) + "."
     }
 
     static func documentBody(_ i: Int) -> ByteBuffer {
@@ -212,11 +250,24 @@ struct Load: Sendable {
     let client: HTTPClient
     let clients: Int
     let duration: Double
+    var authorization = "Bearer owner"
+
+    init(client: HTTPClient, clients: Int, duration: Double) {
+        self.client = client
+        self.clients = clients
+        self.duration = duration
+    }
+
+    func with(authorization: String) -> Load {
+        var copy = self
+        copy.authorization = authorization
+        return copy
+    }
 
     func once(_ method: HTTPMethod, _ url: String, _ body: ByteBuffer?) async throws -> Int {
         var request = HTTPClientRequest(url: url)
         request.method = method
-        request.headers.add(name: "authorization", value: "Bearer owner")
+        request.headers.add(name: "authorization", value: authorization)
         if let body { request.body = .bytes(body) }
         let response = try await client.execute(request, timeout: .seconds(30))
         _ = try await response.body.collect(upTo: 16 * 1024 * 1024)
