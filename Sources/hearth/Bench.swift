@@ -22,7 +22,9 @@ struct Bench: AsyncParsableCommand {
             and raw point selects), rules (one rules evaluation, no I/O: owner check, a get(), a list query, \
             next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), write (single-document writes over REST), rules-write (a signed-in user's writes over \
             REST without rules and with an owner-check rule, same server, same run), read (point gets over \
-            REST), query (a 20-document query page from collections of --small and --large documents). \
+            REST), query (a 20-document query page from collections of --small and --large documents), \
+            storage (100 MiB through Firebase Storage v0 and S3 next to a same-run disk copy; 4 KiB S3 \
+            PUT/GET with 32 clients). \
             Clients run in this process against an in-process server on 127.0.0.1.
             """
     )
@@ -31,8 +33,8 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,write,rules-write,read,query.")
-    var phases = "http,grdb,rules,engine,write,rules-write,read,query"
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,write,rules-write,read,query,storage.")
+    var phases = "http,grdb,rules,engine,write,rules-write,read,query,storage"
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
@@ -71,10 +73,10 @@ struct Bench: AsyncParsableCommand {
             try await GRDBBaseline(path: dir + "/baseline.sqlite", clients: clients, duration: duration).run()
         }
         if selected.contains("rules") { try RulesBench(duration: duration).run() }
-        guard !selected.isDisjoint(with: ["engine", "write", "rules-write", "read", "query"]) else { return }
+        guard !selected.isDisjoint(with: ["engine", "write", "rules-write", "read", "query", "storage"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
-        config.ports["firestore"] = 0
+        config.ports = ["firestore": 0, "storage": 0, "s3": 0]
         config.emulator = true
         let server = try await HearthServer.open(config, logger: logger)
         let engine = server.engine
@@ -88,8 +90,11 @@ struct Bench: AsyncParsableCommand {
                 _ = try await engine.get(db, ResourcePath(["engine", "e\(1 + i % 1000)"]))
             })
         }
-        try await withServer(server) { port in
-            let base = "http://127.0.0.1:\(port)/v1/projects/demo-hearth/databases/(default)/documents"
+        try await withServer(server) { ports in
+            let base = "http://127.0.0.1:\(ports["firestore"] ?? 0)/v1/projects/demo-hearth/databases/(default)/documents"
+            if selected.contains("storage") {
+                try await StorageBench(load: load, dir: dir).run(storagePort: ports["storage"] ?? 0, s3Port: ports["s3"] ?? 0)
+            }
             if selected.contains("write") || selected.contains("read") {
                 let body = Bench.documentBody(0)
                 print(try await load.run("hearth: write one document (PATCH)") { i in (HTTPMethod.PATCH, "\(base)/bench/w\(i)", body) })
@@ -211,13 +216,13 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
-    func withServer(_ server: HearthServer, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
+    func withServer(_ server: HearthServer, _ body: @escaping @Sendable ([String: Int]) async throws -> Void) async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: [String: Int].self)
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await server.run { ports in continuation.yield(ports["firestore"] ?? 0) } }
+            group.addTask { try await server.run { ports in continuation.yield(ports) } }
             var ports = stream.makeAsyncIterator()
-            guard let port = await ports.next() else { return }
-            try await body(port)
+            guard let bound = await ports.next() else { return }
+            try await body(bound)
             group.cancelAll()
         }
     }

@@ -1,0 +1,102 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// `hearth bench --phases storage`: large objects through Firebase Storage v0 and S3 next to
+/// the limit — copying the same bytes on the same disk with the same durability (write,
+/// fsync) — and small-object operations per second.
+struct StorageBench {
+    let load: Load
+    let dir: String
+    static let largeSize = 100 * 1024 * 1024
+    static let runs = 3
+
+    func run(storagePort: Int, s3Port: Int) async throws {
+        FileHandle.standardError.write(Data("  preparing 100 MiB of random bytes…\n".utf8))
+        var rng = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: Self.largeSize)
+        for i in stride(from: 0, to: bytes.count, by: 8) {
+            let r = rng.next()
+            withUnsafeBytes(of: r) { raw in
+                for j in 0..<min(8, bytes.count - i) { bytes[i + j] = raw[j] }
+            }
+        }
+        let source = dir + "/storage-bench-source.bin"
+        FileManager.default.createFile(atPath: source, contents: Data(bytes))
+        let large = ByteBuffer(bytes: bytes)
+
+        print(Self.throughput("baseline: disk copy 100 MiB (write + fsync)", try Self.median { try Self.diskCopy(from: source, to: dir + "/storage-bench-copy.bin") }))
+
+        let v0 = "http://127.0.0.1:\(storagePort)/v0/b/demo-hearth.appspot.com/o"
+        print(Self.throughput("storage v0: upload 100 MiB", try await Self.median {
+            try await self.timed(.POST, "\(v0)?name=bench%2Flarge.bin", large, expect: 200)
+        }))
+        print(Self.throughput("storage v0: download 100 MiB (alt=media)", try await Self.median {
+            try await self.timed(.GET, "\(v0)/bench%2Flarge.bin?alt=media", nil, expect: 200, bytes: Self.largeSize)
+        }))
+
+        let s3 = "http://127.0.0.1:\(s3Port)/storage-bench"
+        _ = try await load.once(.PUT, s3, nil)
+        print(Self.throughput("s3: PUT 100 MiB", try await Self.median { try await self.timed(.PUT, "\(s3)/large.bin", large, expect: 200) }))
+        print(Self.throughput("s3: GET 100 MiB", try await Self.median {
+            try await self.timed(.GET, "\(s3)/large.bin", nil, expect: 200, bytes: Self.largeSize)
+        }))
+
+        let small = ByteBuffer(bytes: Array(bytes[0..<4096]))
+        let clients = Load(client: load.client, clients: 32, duration: load.duration)
+        print(try await clients.run("s3: PUT 4 KiB, 32 clients") { i in (HTTPMethod.PUT, "\(s3)/small/\(i)", small) })
+        print(try await clients.run("s3: GET 4 KiB, 32 clients") { i in (HTTPMethod.GET, "\(s3)/small/\(1 + abs(i) % 500)", Optional<ByteBuffer>.none) })
+        try? FileManager.default.removeItem(atPath: source)
+        try? FileManager.default.removeItem(atPath: dir + "/storage-bench-copy.bin")
+    }
+
+    /// Seconds for one request (the whole body sent or received).
+    func timed(_ method: HTTPMethod, _ url: String, _ body: ByteBuffer?, expect: Int, bytes: Int? = nil) async throws -> Double {
+        let start = ContinuousClock.now
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers.add(name: "authorization", value: "Bearer owner")
+        if let body { request.body = .bytes(body) }
+        let response = try await load.client.execute(request, timeout: .seconds(600))
+        var received = 0
+        for try await chunk in response.body { received += chunk.readableBytes }
+        guard Int(response.status.code) == expect else { throw BenchError("\(method) \(url) answered \(response.status.code)") }
+        if let bytes, received != bytes { throw BenchError("\(url) returned \(received) bytes, expected \(bytes)") }
+        let d = ContinuousClock.now - start
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    static func diskCopy(from: String, to: String) throws -> Double {
+        let start = ContinuousClock.now
+        guard let input = FileHandle(forReadingAtPath: from) else { throw BenchError("cannot open \(from)") }
+        FileManager.default.createFile(atPath: to, contents: nil)
+        guard let output = FileHandle(forWritingAtPath: to) else { throw BenchError("cannot open \(to)") }
+        while let chunk = try input.read(upToCount: 256 * 1024), !chunk.isEmpty { try output.write(contentsOf: chunk) }
+        try output.synchronize()
+        try output.close()
+        try input.close()
+        let d = ContinuousClock.now - start
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    static func median(_ body: () throws -> Double) throws -> Double {
+        try (0..<runs).map { _ in try body() }.sorted()[runs / 2]
+    }
+
+    static func median(_ body: () async throws -> Double) async throws -> Double {
+        var times: [Double] = []
+        for _ in 0..<runs { times.append(try await body()) }
+        return times.sorted()[runs / 2]
+    }
+
+    static func throughput(_ name: String, _ seconds: Double) -> String {
+        name.padding(toLength: 46, withPad: " ", startingAt: 0)
+            + String(format: " %10.1f MiB/s  (median of %d, %.2f s each)", Double(largeSize) / 1_048_576 / seconds, runs, seconds)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
