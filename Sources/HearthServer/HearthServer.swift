@@ -63,7 +63,7 @@ public struct HearthServer: Sendable {
             }
             logger.info("loaded storage rules", metadata: ["file": "\(file)"])
         }
-        let objects = try ObjectStore.open(directory: dir)
+        let objects = try ObjectStore.open(directory: dir, s3: configuration.blobS3)
         try await objects.createBucket(configuration.defaultBucket, ifMissing: true)
         let swept = try await objects.sweep()
         if swept > 0 { logger.notice("removed blobs of uploads that never completed", metadata: ["count": "\(swept)"]) }

@@ -1,4 +1,5 @@
 import HearthDocuments
+public import HearthStorage
 
 /// Everything `hearth serve` is configured with (flags > environment > firebase.json > defaults).
 public struct ServerConfiguration: Sendable {
@@ -17,6 +18,9 @@ public struct ServerConfiguration: Sendable {
     public var firestoreRulesFile: String?
     /// `storage.rules`: security rules for Storage, reloaded when the file changes.
     public var storageRulesFile: String?
+
+    /// Keep object bytes in an external S3 bucket instead of the data directory.
+    public var blobS3: S3BlobStore.Configuration?
 
     public init() {}
 

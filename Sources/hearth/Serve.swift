@@ -62,6 +62,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("storage-rules"), help: "Security rules for Storage (env HEARTH_STORAGE_RULES; default: firebase.json's storage.rules). Reloaded when the file changes.")
     var storageRules: String?
 
+    @Option(name: .customLong("blob-s3"), help: "Keep object bytes in an external S3 bucket: http(s)://HOST[:PORT]/BUCKET[/PREFIX] (path-style). Credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; region from --blob-s3-region. (default: files under the data dir)")
+    var blobS3: String?
+
+    @Option(name: .customLong("blob-s3-region"), help: "Region for --blob-s3. (default: us-east-1)")
+    var blobS3Region: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
     var logLevel: String?
 
@@ -82,6 +88,25 @@ struct Serve: AsyncParsableCommand {
         config.indexesFile = indexes ?? firebase.indexesFile
         config.firestoreRulesFile = firestoreRules ?? env["HEARTH_FIRESTORE_RULES"] ?? firebase.firestoreRulesFile
         config.storageRulesFile = storageRules ?? env["HEARTH_STORAGE_RULES"] ?? firebase.storageRulesFile
+        if let spec = blobS3 ?? env["HEARTH_BLOB_S3"] {
+            guard let url = URL(string: spec), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
+                throw ValidationError("--blob-s3 must look like https://s3.example.com/bucket/prefix")
+            }
+            let parts = url.path.split(separator: "/", maxSplits: 1).map(String.init)
+            guard let bucket = parts.first else { throw ValidationError("--blob-s3 must name a bucket: https://host/bucket[/prefix]") }
+            guard let id = env["AWS_ACCESS_KEY_ID"], let secret = env["AWS_SECRET_ACCESS_KEY"] else {
+                throw ValidationError("--blob-s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment.")
+            }
+            var prefix = parts.count > 1 ? parts[1] : ""
+            if !prefix.isEmpty && !prefix.hasSuffix("/") { prefix += "/" }
+            var endpoint = URLComponents()
+            endpoint.scheme = scheme
+            endpoint.host = url.host
+            endpoint.port = url.port
+            config.blobS3 = .init(
+                endpoint: endpoint.url!, region: blobS3Region ?? env["AWS_REGION"] ?? "us-east-1", bucket: bucket, prefix: prefix,
+                accessKeyID: id, secretAccessKey: secret)
+        }
         for (name, port) in config.ports where port < 0 || port > 65535 {
             throw ValidationError("--\(name)-port must be between 0 and 65535.")
         }

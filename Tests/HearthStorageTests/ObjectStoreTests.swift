@@ -144,7 +144,7 @@ struct ObjectStoreTests {
         // A blob finished but never committed (a crash in between) is swept.
         let orphan = try t.store.beginUpload()
         try orphan.write([9])
-        _ = try orphan.finish()
+        _ = try await orphan.finish()
         #expect(t.files("blobs").count == 1)
         #expect(try await t.store.sweep() == 1)
         #expect(t.files("blobs").isEmpty)

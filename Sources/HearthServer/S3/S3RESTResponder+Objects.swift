@@ -97,9 +97,9 @@ extension S3RESTResponder {
         try await receive(&request, into: writer, caller: caller)
         if let md5 = request.headers[HTTPField.Name("Content-MD5")!] {
             // Checked after the fact: the object is committed only if it matches.
-            let info = try writer.finish()
+            let info = try await writer.finish()
             guard Data(info.md5).base64EncodedString() == md5 else {
-                try? store.blobs.delete(info.id)
+                try? await store.blobs.delete(info.id)
                 throw S3Error.named("BadDigest", "The Content-MD5 you specified did not match what we received.")
             }
             let o = try await store.install(info, bucket: bucket, name: key, attributes: Self.attributes(request.headers))

@@ -229,7 +229,7 @@ extension StorageRESTResponder {
                         }
                     }
                 }
-                try parser.finish()
+                try await parser.finish()
                 guard let name, !name.isEmpty else { throw HearthError.invalidArgument("The upload names no object.") }
                 try StorageNames.validateObject(name)
             } catch {
@@ -264,15 +264,15 @@ extension StorageRESTResponder {
         _ writer: any BlobWriter, _ bucket: String, _ name: String, _ attributes: ObjectAttributes, _ preconditions: ObjectPreconditions,
         md5: String?, crc: String?
     ) async throws -> StorageObject {
-        let upload = try writer.finish()
+        let upload = try await writer.finish()
         func b64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
         let crcBytes = [UInt8(upload.crc32c >> 24), UInt8((upload.crc32c >> 16) & 0xFF), UInt8((upload.crc32c >> 8) & 0xFF), UInt8(upload.crc32c & 0xFF)]
         if let md5, md5 != b64(upload.md5) {
-            try? store.blobs.delete(upload.id)
+            try? await store.blobs.delete(upload.id)
             throw HearthError.invalidArgument("Provided MD5 hash \"\(md5)\" doesn't match calculated MD5 hash \"\(b64(upload.md5))\".")
         }
         if let crc, crc != b64(crcBytes) {
-            try? store.blobs.delete(upload.id)
+            try? await store.blobs.delete(upload.id)
             throw HearthError.invalidArgument("Provided CRC32C \"\(crc)\" doesn't match calculated CRC32C \"\(b64(crcBytes))\".")
         }
         let o = try await store.install(upload, bucket: bucket, name: name, attributes: attributes, preconditions: preconditions)

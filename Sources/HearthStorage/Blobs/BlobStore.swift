@@ -23,8 +23,8 @@ public protocol BlobWriter: AnyObject, Sendable {
     /// Bytes written so far.
     var size: Int64 { get }
     func write(_ bytes: UnsafeRawBufferPointer) throws(HearthError)
-    /// Makes the bytes durable and immutable.
-    func finish() throws(HearthError) -> BlobInfo
+    /// Makes the bytes durable and immutable (and, for a remote store, uploads them).
+    func finish() async throws -> BlobInfo
     func abort()
 }
 
@@ -34,9 +34,9 @@ public protocol BlobStore: Sendable {
     func makeWriter() throws(HearthError) -> any BlobWriter
     /// Reads `range` (nil = everything) in chunks of at most `chunkSize` bytes.
     func read(_ id: String, range: Range<Int64>?, chunkSize: Int) -> AsyncThrowingStream<[UInt8], any Error>
-    func delete(_ id: String) throws(HearthError)
+    func delete(_ id: String) async throws
     /// Every finished blob id (for sweeping blobs no object references after a crash).
-    func allBlobIDs() throws(HearthError) -> [String]
+    func allBlobIDs() async throws -> [String]
 }
 
 extension BlobWriter {

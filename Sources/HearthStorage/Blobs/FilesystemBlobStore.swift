@@ -51,7 +51,9 @@ public final class FilesystemBlobStore: BlobStore {
         return blobs.appendingPathComponent(String(id.prefix(2))).appendingPathComponent(id).path
     }
 
-    public func makeWriter() throws(HearthError) -> any BlobWriter {
+    public func makeWriter() throws(HearthError) -> any BlobWriter { try makeFileWriter() }
+
+    func makeFileWriter() throws(HearthError) -> FileBlobWriter {
         let id = Self.newID()
         let tmpPath = tmp.appendingPathComponent(id).path
         let fd = open(tmpPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -215,7 +217,7 @@ final class FileBlobWriter: BlobWriter {
         try result.get()
     }
 
-    func finish() throws(HearthError) -> BlobInfo {
+    func finish() async throws -> BlobInfo {
         let result: Result<BlobInfo, HearthError> = state.withLock { s in
             guard !s.done else { return .failure(HearthError(.failedPrecondition, "The upload is already finished.")) }
             s.done = true

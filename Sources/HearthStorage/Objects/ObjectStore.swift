@@ -18,10 +18,11 @@ public final class ObjectStore: Sendable {
     }
 
     /// The store under a data directory: `storage.sqlite` for metadata, `objects/` for bytes.
-    public static func open(directory: URL) throws -> ObjectStore {
-        try ObjectStore(
-            writer: try DatabasePool(path: directory.appendingPathComponent("storage.sqlite").path),
-            blobs: try FilesystemBlobStore(root: directory.appendingPathComponent("objects")))
+    /// With `s3`, the bytes live in that external bucket instead (spooled under `objects/`).
+    public static func open(directory: URL, s3: S3BlobStore.Configuration? = nil) throws -> ObjectStore {
+        let objects = directory.appendingPathComponent("objects")
+        let blobs: any BlobStore = try s3.map { try S3BlobStore(configuration: $0, spool: objects) } ?? FilesystemBlobStore(root: objects)
+        return try ObjectStore(writer: try DatabasePool(path: directory.appendingPathComponent("storage.sqlite").path), blobs: blobs)
     }
 
     static var migrator: DatabaseMigrator {
@@ -167,7 +168,7 @@ public final class ObjectStore: Sendable {
             upload.abort()
             throw error
         }
-        let info = try upload.finish()
+        let info = try await upload.finish()
         return try await install(info, bucket: bucket, name: name, attributes: attributes, preconditions: preconditions, etag: etag)
     }
 
@@ -193,10 +194,10 @@ public final class ObjectStore: Sendable {
                 return (object, try current.flatMap { try Self.unreferenced(db, $0.blobID) })
             }
         } catch {
-            try? blobs.delete(info.id)
+            try? await blobs.delete(info.id)
             throw error
         }
-        if let old = result.1 { try? blobs.delete(old) }
+        if let old = result.1 { try? await blobs.delete(old) }
         return result.0
     }
 
@@ -276,7 +277,7 @@ public final class ObjectStore: Sendable {
             try db.execute(sql: "DELETE FROM storage_objects WHERE bucket = ? AND name = ?", arguments: [bucket, name])
             return try Self.unreferenced(db, o.blobID)
         }
-        if let orphan { try? blobs.delete(orphan) }
+        if let orphan { try? await blobs.delete(orphan) }
     }
 
     /// Copies an object (sharing its immutable bytes); `attributes` nil keeps the source's metadata.
@@ -316,7 +317,7 @@ public final class ObjectStore: Sendable {
             let orphan = try current.flatMap { $0.blobID == o.blobID ? nil : try Self.unreferenced(db, $0.blobID) }
             return (o, orphan)
         }
-        if let orphan = result.1 { try? blobs.delete(orphan) }
+        if let orphan = result.1 { try? await blobs.delete(orphan) }
         return result.0
     }
 
@@ -324,12 +325,12 @@ public final class ObjectStore: Sendable {
     /// committing metadata). Returns how many were removed.
     @discardableResult
     public func sweep() async throws -> Int {
-        let ids = try blobs.allBlobIDs()
+        let ids = try await blobs.allBlobIDs()
         guard !ids.isEmpty else { return 0 }
         let orphans: [String] = try await writer.read { db in
             try ids.filter { try Self.unreferenced(db, $0) != nil }
         }
-        for id in orphans { try? blobs.delete(id) }
+        for id in orphans { try? await blobs.delete(id) }
         return orphans.count
     }
 

@@ -59,7 +59,7 @@ extension ObjectStore {
             part.abort()
             throw HearthError.invalidArgument("Part number must be an integer between 1 and 10000, inclusive.")
         }
-        let info = try part.finish()
+        let info = try await part.finish()
         let now = Self.now()
         let old: String?
         do {
@@ -78,10 +78,10 @@ extension ObjectStore {
                 return previous
             }
         } catch {
-            try? blobs.delete(info.id)
+            try? await blobs.delete(info.id)
             throw error
         }
-        if let old { try? blobs.delete(old) }
+        if let old { try? await blobs.delete(old) }
         return UploadedPart(number: number, size: info.size, md5: info.md5, modified: now, blobID: info.id)
     }
 
@@ -127,7 +127,7 @@ extension ObjectStore {
         var md5s: [UInt8] = []
         for p in selected { md5s += p.md5 }
         let etag = StorageObject.hex(Array(Insecure.MD5.hash(data: md5s))) + "-\(selected.count)"
-        let info = try out.finish()
+        let info = try await out.finish()
         let object = try await install(info, bucket: upload.bucket, name: upload.key, attributes: upload.attributes, etag: etag)
         try await removeUpload(upload)
         return object
@@ -142,7 +142,7 @@ extension ObjectStore {
             try db.execute(sql: "DELETE FROM storage_multipart WHERE upload_id = ?", arguments: [upload.id])
             return ids
         }
-        for id in blobIDs { try? blobs.delete(id) }
+        for id in blobIDs { try? await blobs.delete(id) }
     }
 
     static func encodeAttributes(_ a: ObjectAttributes) -> String {
