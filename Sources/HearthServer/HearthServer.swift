@@ -73,6 +73,23 @@ public struct HearthServer: Sendable {
             storageRules: storageRules, logger: logger)
     }
 
+    /// One service's HTTP listener on its configured port; reports the bound port to `ready`.
+    func listener<R: HTTPResponder>(_ name: String, _ responder: R, _ ready: ReadyFile) -> some Service
+    where R.Context == BasicRequestContext {
+        Application(
+            responder: responder,
+            server: Self.http1,
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.ports[name] ?? ServerConfiguration.defaultPorts[name] ?? 0),
+                serverName: nil),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                self.logger.notice("\(name) listening", metadata: ["host": "\(self.configuration.host)", "port": "\(port)"])
+                ready.bound(name, port)
+            },
+            logger: logger)
+    }
+
     /// HTTP/1.1 with `Expect: 100-continue` answered at once.
     static var http1: HTTPServerBuilder {
         .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
@@ -85,40 +102,15 @@ public struct HearthServer: Sendable {
         let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore", "storage", "s3"], logger: logger, onReady: onReady)
         let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, tokens: tokens)
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
-        let firestore = Application(
-            responder: FirestoreRESTResponder(engine: engine, authenticator: authenticator, security: security, logger: logger),
-            server: Self.http1,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.ports["firestore"] ?? 8080), serverName: nil),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? 0
-                self.logger.notice("firestore listening", metadata: ["host": "\(self.configuration.host)", "port": "\(port)"])
-                ready.bound("firestore", port)
-            },
-            logger: logger)
-        let storage = Application(
-            responder: StorageRESTResponder(
-                store: objects, authenticator: authenticator,
-                security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, logger: logger),
-                project: configuration.project, logger: logger),
-            server: Self.http1,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.ports["storage"] ?? 9199), serverName: nil),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? 0
-                self.logger.notice("storage listening", metadata: ["host": "\(self.configuration.host)", "port": "\(port)"])
-                ready.bound("storage", port)
-            },
-            logger: logger)
-        let s3 = Application(
-            responder: S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger),
-            server: Self.http1,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.ports["s3"] ?? 9900), serverName: nil),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? 0
-                self.logger.notice("s3 listening", metadata: ["host": "\(self.configuration.host)", "port": "\(port)"])
-                ready.bound("s3", port)
-            },
-            logger: logger)
-        var services: [any Service] = [firestore, storage, s3]
+        let storage = StorageRESTResponder(
+            store: objects, authenticator: authenticator,
+            security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, logger: logger),
+            project: configuration.project, logger: logger)
+        var services: [any Service] = [
+            listener("firestore", FirestoreRESTResponder(engine: engine, authenticator: authenticator, security: security, logger: logger), ready),
+            listener("storage", storage, ready),
+            listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready),
+        ]
         if let file = configuration.firestoreRulesFile {
             services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))
         }

@@ -302,28 +302,7 @@ extension StorageRESTResponder {
                 if parts[0] != "*" { start = parts[0].split(separator: "-").first.flatMap { Int64($0) } }
             }
         }
-        let received = session.writer.size
-        if let start {
-            guard start <= received else {
-                throw HearthError.invalidArgument("Content-Range starts at \(start) but \(received) bytes were received.")
-            }
-            var skip = received - start
-            do {
-                for try await chunk in request.body {
-                    var view = chunk.readableBytesView[...]
-                    if skip > 0 {
-                        let n = Int(min(Int64(view.count), skip))
-                        view = view.dropFirst(n)
-                        skip -= Int64(n)
-                    }
-                    if !view.isEmpty { try session.writer.write(view) }
-                }
-            } catch let e as HearthError {
-                throw e
-            } catch {
-                throw HearthError.invalidArgument("The upload chunk was interrupted after \(session.writer.size) bytes.")
-            }
-        }
+        if let start { try await append(&request, to: session, from: start) }
         let size = session.writer.size
         if let total, size == total {
             let o: StorageObject

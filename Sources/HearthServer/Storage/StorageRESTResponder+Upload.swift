@@ -177,31 +177,7 @@ extension StorageRESTResponder {
             guard let offsetText = request.headers[Self.uploadOffset], let offset = Int64(offsetText), offset >= 0 else {
                 throw HearthError.invalidArgument("An upload command needs X-Goog-Upload-Offset.")
             }
-            let received = session.writer.size
-            guard offset <= received else {
-                throw HearthError.invalidArgument("X-Goog-Upload-Offset \(offset) is past the \(received) bytes received.")
-            }
-            // A client resending bytes the server already has (after a lost response) skips them.
-            var skip = received - offset
-            do {
-                for try await chunk in request.body {
-                    var view = chunk.readableBytesView[...]
-                    if skip > 0 {
-                        let n = Int(min(Int64(view.count), skip))
-                        view = view.dropFirst(n)
-                        skip -= Int64(n)
-                    }
-                    if !view.isEmpty { try session.writer.write(view) }
-                    if let d = session.declaredSize, session.writer.size > d {
-                        throw HearthError.invalidArgument("The upload is larger than its declared \(d) bytes.")
-                    }
-                }
-            } catch let e as HearthError {
-                throw e
-            } catch {
-                // The connection dropped: keep what arrived; the client queries and resumes.
-                throw HearthError.invalidArgument("The upload chunk was interrupted after \(session.writer.size) bytes.")
-            }
+            try await append(&request, to: session, from: offset)
         }
         guard commands.contains("finalize") else {
             return Response(
@@ -221,5 +197,34 @@ extension StorageRESTResponder {
         var r = HTTPSupport.json(StorageJSON.v0(object))
         r.headers[Self.uploadStatus] = "final"
         return r
+    }
+
+    /// Appends a chunk of a resumable upload that starts at `offset` of the object. A client
+    /// resending bytes the server already has (after a lost response) has them skipped; a
+    /// dropped connection keeps what arrived, so the client can query and resume.
+    func append(_ request: inout Request, to session: UploadSessions.Session, from offset: Int64) async throws {
+        let received = session.writer.size
+        guard offset <= received else {
+            throw HearthError.invalidArgument("The chunk starts at byte \(offset), past the \(received) bytes received.")
+        }
+        var skip = received - offset
+        do {
+            for try await chunk in request.body {
+                var view = chunk.readableBytesView[...]
+                if skip > 0 {
+                    let n = Int(min(Int64(view.count), skip))
+                    view = view.dropFirst(n)
+                    skip -= Int64(n)
+                }
+                if !view.isEmpty { try session.writer.write(view) }
+                if let d = session.declaredSize, session.writer.size > d {
+                    throw HearthError.invalidArgument("The upload is larger than its declared \(d) bytes.")
+                }
+            }
+        } catch let e as HearthError {
+            throw e
+        } catch {
+            throw HearthError.invalidArgument("The upload chunk was interrupted after \(session.writer.size) bytes.")
+        }
     }
 }

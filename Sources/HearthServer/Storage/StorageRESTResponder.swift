@@ -215,23 +215,7 @@ public struct StorageRESTResponder: HTTPResponder {
             try security.check(identity, .update, bucket: bucket, name: name, existing: nil, project: project)
             throw HearthError(.notFound, "Not Found.")
         }
-        var after = StorageSecurity.rulesObject(existing)
-        func apply(_ c: ObjectPatch.Change, _ v: inout String?) {
-            switch c {
-            case .keep: break
-            case .set(let s): v = s
-            case .clear: v = nil
-            }
-        }
-        apply(patch.contentType, &after.contentType)
-        apply(patch.cacheControl, &after.cacheControl)
-        apply(patch.contentDisposition, &after.contentDisposition)
-        apply(patch.contentEncoding, &after.contentEncoding)
-        apply(patch.contentLanguage, &after.contentLanguage)
-        if let custom = patch.custom {
-            if patch.replaceCustom { after.metadata = [:] }
-            for (k, v) in custom { after.metadata[k] = v }
-        }
+        let after = StorageSecurity.rulesObject(patch.applied(to: existing))
         try security.check(identity, .update, bucket: bucket, name: name, existing: existing, incoming: after, project: project)
         let updated = try await store.update(bucket, name, patch)
         return HTTPSupport.json(StorageJSON.v0(updated))

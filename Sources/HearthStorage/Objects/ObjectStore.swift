@@ -242,25 +242,7 @@ public final class ObjectStore: Sendable {
             try self.requireBucket(db, bucket)
             guard var o = try Self.fetch(db, bucket, name) else { throw HearthError(.notFound, "No such object: \(bucket)/\(name)") }
             try preconditions.check(o)
-            func apply(_ c: ObjectPatch.Change, _ v: inout String?) {
-                switch c {
-                case .keep: break
-                case .set(let s): v = s
-                case .clear: v = nil
-                }
-            }
-            var contentType: String? = o.contentType
-            apply(patch.contentType, &contentType)
-            o.contentType = contentType ?? "application/octet-stream"
-            apply(patch.cacheControl, &o.cacheControl)
-            apply(patch.contentDisposition, &o.contentDisposition)
-            apply(patch.contentEncoding, &o.contentEncoding)
-            apply(patch.contentLanguage, &o.contentLanguage)
-            if let custom = patch.custom {
-                if patch.replaceCustom { o.custom = [:] }
-                for (k, v) in custom { o.custom[k] = v }
-            }
-            if let t = patch.downloadTokens { o.downloadTokens = t }
+            o = patch.applied(to: o)
             o.metageneration += 1
             o.updated = time
             try Self.save(db, o)

@@ -118,6 +118,34 @@ public struct ObjectPatch: Sendable, Hashable {
     public var downloadTokens: [String]?
 
     public init() {}
+
+    /// The object with this change's metadata (generation, metageneration and times untouched).
+    public func applied(to object: StorageObject) -> StorageObject {
+        var o = object
+        var contentType: String? = o.contentType
+        contentType.apply(self.contentType)
+        o.contentType = contentType ?? "application/octet-stream"
+        o.cacheControl.apply(cacheControl)
+        o.contentDisposition.apply(contentDisposition)
+        o.contentEncoding.apply(contentEncoding)
+        o.contentLanguage.apply(contentLanguage)
+        if let custom {
+            if replaceCustom { o.custom = [:] }
+            for (k, v) in custom { o.custom[k] = v }
+        }
+        if let downloadTokens { o.downloadTokens = downloadTokens }
+        return o
+    }
+}
+
+extension Optional where Wrapped == String {
+    mutating func apply(_ change: ObjectPatch.Change) {
+        switch change {
+        case .keep: break
+        case .set(let s): self = s
+        case .clear: self = nil
+        }
+    }
 }
 
 /// Conditions on the current object (GCS's `ifGenerationMatch` family; `ifGenerationMatch: 0`
