@@ -32,10 +32,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to listen on. (default: 127.0.0.1)")
     var host: String?
 
-    @Option(name: .customLong("firestore-port"), help: "Firestore port (gRPC and REST); 0 picks a free port. (default: 8080)")
+    @Option(name: .customLong("firestore-port"), help: "Firestore port (v1 REST); 0 picks a free port. (default: 8080)")
     var firestorePort: Int?
 
-    @Option(name: .customLong("storage-port"), help: "Firebase Storage port (v0 REST); 0 picks a free port. (default: 9199)")
+    @Option(name: .customLong("storage-port"), help: "Firebase Storage port (v0 REST and the Cloud Storage JSON API); 0 picks a free port. (default: 9199)")
     var storagePort: Int?
 
     @Option(name: .customLong("s3-port"), help: "S3-compatible API port; 0 picks a free port. (default: 9900)")
@@ -44,7 +44,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("ready-file"), help: "Once every listener is up, atomically write {\"firestore\": PORT, ...} here.")
     var readyFile: String?
 
-    @Flag(help: "Accept the Firebase Local Emulator Suite's conventions: `Authorization: Bearer owner` is admin, unsigned (alg none) ID tokens are users, clients are allowed while no rules are loaded, PUT /emulator/v1/projects/{p}:securityRules loads rules and DELETE /emulator/v1/projects/{p}/databases/{db}/documents clears a database.")
+    @Flag(help: "Accept the Firebase Local Emulator Suite's conventions: `Authorization: Bearer owner` is admin, unsigned (alg none) ID tokens are users, clients are allowed while no rules are loaded, PUT /emulator/v1/projects/{p}:securityRules loads rules, DELETE /emulator/v1/projects/{p}/databases/{db}/documents clears a database, and the storage port's PUT /internal/setRules and POST /internal/reset load storage rules and clear objects.")
     var emulator = false
 
     @Option(name: .customLong("admin-token"), help: "Bearer token that grants admin access in production mode (env HEARTH_ADMIN_TOKEN).")
