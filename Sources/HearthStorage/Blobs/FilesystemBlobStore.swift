@@ -61,36 +61,15 @@ public final class FilesystemBlobStore: BlobStore {
         return FileBlobWriter(store: self, id: id, fd: fd, tmpPath: tmpPath)
     }
 
+    /// Reads on demand: each chunk is read from disk only when the consumer asks for it, so a
+    /// slow client holds at most one chunk in memory.
     public func read(_ id: String, range: Range<Int64>?, chunkSize: Int) -> AsyncThrowingStream<[UInt8], any Error> {
         let path: String
         do { path = try self.path(id) } catch { return AsyncThrowingStream { $0.finish(throwing: error) } }
-        let chunk = max(1, chunkSize)
-        return AsyncThrowingStream { continuation in
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                continuation.finish(throwing: HearthError(.notFound, "The object's bytes are missing."))
-                return
-            }
-            let start = range?.lowerBound ?? 0
-            let end = range?.upperBound ?? Int64.max
-            let reader = ChunkReader(fd: fd, offset: start, end: end, chunk: chunk)
-            continuation.onTermination = { _ in reader.close() }
-            // Reads happen on demand as the consumer pulls (bounded memory).
-            Task.detached {
-                while true {
-                    do {
-                        guard let bytes = try reader.next() else {
-                            continuation.finish()
-                            return
-                        }
-                        if case .terminated = continuation.yield(bytes) { return }
-                    } catch {
-                        continuation.finish(throwing: error)
-                        return
-                    }
-                }
-            }
-        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return AsyncThrowingStream { $0.finish(throwing: HearthError(.notFound, "The object's bytes are missing.")) } }
+        let reader = ChunkReader(fd: fd, offset: range?.lowerBound ?? 0, end: range?.upperBound ?? Int64.max, chunk: max(1, chunkSize))
+        return AsyncThrowingStream(unfolding: { try reader.next() })
     }
 
     public func delete(_ id: String) throws(HearthError) {
@@ -170,6 +149,8 @@ final class ChunkReader: Sendable {
             s.fd = -1
         }
     }
+
+    deinit { close() }
 }
 
 /// Appends to a temporary file, hashing as it goes.

@@ -107,24 +107,8 @@ public final class S3BlobStore: BlobStore {
             if range.isEmpty { return AsyncThrowingStream { $0.finish() } }
             headers["range"] = "bytes=\(range.lowerBound)-\(range.upperBound - 1)"
         }
-        let r = request(.GET, key: key(id), headers: headers)
-        let client = self.client
-        return AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    let response = try await client.execute(r, timeout: .seconds(3600))
-                    guard response.status == .ok || response.status == .partialContent else {
-                        throw response.status == .notFound
-                            ? HearthError(.notFound, "The object's bytes are missing.") : await Self.failure("a download", response)
-                    }
-                    for try await buffer in response.body { continuation.yield(Array(buffer.readableBytesView)) }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+        let reader = S3BodyReader(client: client, request: request(.GET, key: key(id), headers: headers))
+        return AsyncThrowingStream(unfolding: { try await reader.next() })
     }
 
     public func delete(_ id: String) async throws {
@@ -183,5 +167,35 @@ final class S3BlobWriter: BlobWriter {
         defer { try? store.spool.delete(info.id) }
         try await store.upload(info)
         return info
+    }
+}
+
+/// A ranged GET's body, pulled chunk by chunk (HTTP flow control keeps memory bounded).
+actor S3BodyReader {
+    let client: HTTPClient
+    let request: HTTPClientRequest
+    var iterator: HTTPClientResponse.Body.AsyncIterator?
+    var started = false
+
+    init(client: HTTPClient, request: HTTPClientRequest) {
+        self.client = client
+        self.request = request
+    }
+
+    func next() async throws -> [UInt8]? {
+        if !started {
+            started = true
+            let response = try await client.execute(request, timeout: .seconds(3600))
+            guard response.status == .ok || response.status == .partialContent else {
+                if response.status == .notFound { throw HearthError(.notFound, "The object's bytes are missing.") }
+                throw await S3BlobStore.failure("a download", response)
+            }
+            iterator = response.body.makeAsyncIterator()
+        }
+        guard var it = iterator else { return nil }
+        iterator = nil
+        guard let buffer = try await it.next(isolation: self) else { return nil }
+        iterator = it
+        return Array(buffer.readableBytesView)
     }
 }
