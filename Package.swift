@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "HearthDocuments", targets: ["HearthDocuments"]),
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
+        .library(name: "HearthTokenVerifier", targets: ["HearthTokenVerifier"]),
+        .library(name: "HearthTokenVerifierHummingbird", targets: ["HearthTokenVerifierHummingbird"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -68,6 +70,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // ID-token verification for users' own Swift servers (JWKS / x509 URLs, key rotation).
+        .target(
+            name: "HearthTokenVerifier",
+            dependencies: [
+                "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The verifier as Hummingbird middleware.
+        .target(
+            name: "HearthTokenVerifierHummingbird",
+            dependencies: ["HearthTokenVerifier", "HearthCore", .product(name: "Hummingbird", package: "hummingbird")],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "hearth",
             dependencies: [
@@ -84,6 +104,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthTokenVerifierTests",
+            dependencies: [
+                "HearthTokenVerifier", "HearthTokenVerifierHummingbird", "HearthAuth", "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "HearthAuthTests", dependencies: ["HearthAuth", "HearthCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],
