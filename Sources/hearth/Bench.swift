@@ -18,7 +18,8 @@ struct Bench: AsyncParsableCommand {
         discussion: """
             Phases: http (baseline: a minimal Hummingbird route), grdb (baselines: raw GRDB inserts \
             of the same bytes with the same durability, one transaction each and 64 per transaction, \
-            and raw point selects), engine (the document engine's commits and gets without HTTP), write (single-document writes over REST), read (point gets over \
+            and raw point selects), engine (the document engine's commits and gets without HTTP), auth-verify, auth-signin, \
+            auth-refresh, auth-signup (in-process auth engine next to RS256, scrypt and GRDB baselines; `auth` selects all four), write (single-document writes over REST), read (point gets over \
             REST), query (a 20-document query page from collections of --small and --large documents). \
             Clients run in this process against an in-process server on 127.0.0.1.
             """
@@ -28,12 +29,13 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,engine,write,read,query.") var phases = "http,grdb,engine,write,read,query"
+    @Option(help: "Comma-separated phases to run: http,grdb,engine,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,read,query.") var phases = "http,grdb,engine,auth,write,read,query"
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
     func run() async throws {
-        let selected = Set(phases.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
+        var selected = Set(phases.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
+        if selected.remove("auth") != nil { selected.formUnion(AuthBench.phases) }
         let dir = dataDir ?? NSTemporaryDirectory() + "hearth-bench-\(getpid())"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { if dataDir == nil { try? FileManager.default.removeItem(atPath: dir) } }
@@ -65,6 +67,9 @@ struct Bench: AsyncParsableCommand {
         }
         if selected.contains("grdb") {
             try await GRDBBaseline(path: dir + "/baseline.sqlite", clients: clients, duration: duration).run()
+        }
+        if !selected.isDisjoint(with: AuthBench.phases) {
+            try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
         guard !selected.isDisjoint(with: ["engine", "write", "read", "query"]) else { return }
         var config = ServerConfiguration()
