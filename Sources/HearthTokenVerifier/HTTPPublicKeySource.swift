@@ -1,6 +1,6 @@
 public import AsyncHTTPClient
 public import Foundation
-import NIOCore
+public import NIOCore
 
 /// Fetches a JWKS or x509 JSON document over HTTP(S) with AsyncHTTPClient and reads its
 /// `Cache-Control: max-age`.

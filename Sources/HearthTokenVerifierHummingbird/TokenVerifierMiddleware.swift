@@ -34,7 +34,7 @@ public struct TokenVerifierMiddleware<Context: TokenVerifierRequestContext>: Rou
         do {
             context.verifiedToken = try await verifier.verify(token)
         } catch {
-            return Self.unauthorized(error.description)
+            return Self.unauthorized("\(error)")
         }
         return try await next(request, context)
     }

@@ -17,9 +17,9 @@ struct AppContext: TokenVerifierRequestContext {
 
 @Suite struct HTTPAndMiddlewareTests {
     /// A key server on 127.0.0.1 (OS-picked port) publishing a document with a max-age.
-    func keyServer(_ document: [UInt8], path: String) -> some ApplicationProtocol {
+    func keyServer(_ document: [UInt8]) -> some ApplicationProtocol {
         let router = Router()
-        router.get(RouterPath(path)) { _, _ in
+        router.get("keys") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=1234, must-revalidate"],
                 body: .init(byteBuffer: ByteBuffer(bytes: document)))
@@ -32,9 +32,9 @@ struct AppContext: TokenVerifierRequestContext {
     func fetchesKeysOverHTTP(_ format: String) async throws {
         let issuer = try Issuer()
         let doc = format == "jwks" ? issuer.jwks : issuer.x509
-        try await keyServer(doc, path: format).test(.live) { client in
+        try await keyServer(doc).test(.live) { client in
             let port = try #require(client.port)
-            let source = HTTPPublicKeySource(url: URL(string: "http://127.0.0.1:\(port)/\(format)")!)
+            let source = HTTPPublicKeySource(url: URL(string: "http://127.0.0.1:\(port)/keys")!)
             let set = try await source.fetchKeys()
             #expect(set.maxAge == 1234)
             #expect(set.keys.count == issuer.keyRing.publishedKeys.count)

@@ -53,7 +53,7 @@ struct Issuer {
 
     /// The x509 JSON document (`{"kid": "-----BEGIN CERTIFICATE-----…"}`) for the published keys.
     var x509: [UInt8] {
-        JSON.object(keyRing.publishedKeys.map { k in (k.kid, .string(TestCertificate.pem(for: k.privateKey))) }).serializedBytes()
+        JSON.object(keyRing.publishedKeys.map { k -> (String, JSON) in (k.kid, .string(TestCertificate.pem(for: k.privateKey))) }).serializedBytes()
     }
 
     /// Firebase-style claims for `uid`, now, with `overrides` replacing or adding members.
