@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .library(name: "HearthStorage", targets: ["HearthStorage"]),
         .library(name: "HearthTesting", targets: ["HearthTesting"]),
+        .library(name: "HearthTokenVerifier", targets: ["HearthTokenVerifier"]),
+        .library(name: "HearthTokenVerifierHummingbird", targets: ["HearthTokenVerifierHummingbird"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -90,10 +92,31 @@ let package = Package(
         ),
         // Helpers for users' own tests: rules test beds, cases files (`hearth rules test`).
         .target(name: "HearthTesting", dependencies: ["HearthCore", "HearthRules"], swiftSettings: swiftSettings),
+        // ID-token verification for users' own Swift servers (JWKS / x509 URLs, key rotation).
+        .target(
+            name: "HearthTokenVerifier",
+            dependencies: [
+                "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The verifier as Hummingbird middleware.
+        .target(
+            name: "HearthTokenVerifierHummingbird",
+            dependencies: ["HearthTokenVerifier", "HearthCore", .product(name: "Hummingbird", package: "hummingbird")],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "hearth",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthStorage", "HearthRules", "HearthTesting",
+                "HearthAuth", "HearthTokenVerifier",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -106,6 +129,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthTokenVerifierTests",
+            dependencies: [
+                "HearthTokenVerifier", "HearthTokenVerifierHummingbird", "HearthAuth", "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "HearthAuthTests", dependencies: ["HearthAuth", "HearthCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthCore", .product(name: "GRDB", package: "GRDB.swift")],

@@ -20,7 +20,8 @@ struct Bench: AsyncParsableCommand {
             Phases: http (baseline: a minimal Hummingbird route), grdb (baselines: raw GRDB inserts \
             of the same bytes with the same durability, one transaction each and 64 per transaction, \
             and raw point selects), rules (one rules evaluation, no I/O: owner check, a get(), a list query, \
-            next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), write (single-document writes over REST), rules-write (a signed-in user's writes over \
+            next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), auth-verify, auth-signin, \
+            auth-refresh, auth-signup (in-process auth engine next to RS256, scrypt and GRDB baselines; `auth` selects all four), write (single-document writes over REST), rules-write (a signed-in user's writes over \
             REST without rules and with an owner-check rule, same server, same run), read (point gets over \
             REST), query (a 20-document query page from collections of --small and --large documents), \
             storage (100 MiB through Firebase Storage v0 and S3 next to a same-run disk copy; 4 KiB S3 \
@@ -33,13 +34,14 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,write,rules-write,read,query,storage.")
-    var phases = "http,grdb,rules,engine,write,rules-write,read,query,storage"
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,rules-write,read,query,storage.")
+    var phases = "http,grdb,rules,engine,auth,write,rules-write,read,query,storage"
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
     func run() async throws {
-        let selected = Set(phases.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
+        var selected = Set(phases.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
+        if selected.remove("auth") != nil { selected.formUnion(AuthBench.phases) }
         let dir = dataDir ?? NSTemporaryDirectory() + "hearth-bench-\(getpid())"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { if dataDir == nil { try? FileManager.default.removeItem(atPath: dir) } }
@@ -73,6 +75,9 @@ struct Bench: AsyncParsableCommand {
             try await GRDBBaseline(path: dir + "/baseline.sqlite", clients: clients, duration: duration).run()
         }
         if selected.contains("rules") { try RulesBench(duration: duration).run() }
+        if !selected.isDisjoint(with: AuthBench.phases) {
+            try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
+        }
         guard !selected.isDisjoint(with: ["engine", "write", "rules-write", "read", "query", "storage"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"

@@ -280,6 +280,13 @@ final class RulesRegex: Sendable {
     }
 
     func run(_ input: [UInt32], from: Int, anchored: Bool, captures: Bool) -> [Int]? {
+        var work = 0
+        return run(input, from: from, anchored: anchored, captures: captures, work: &work)
+    }
+
+    /// The Pike VM. `work` counts thread steps: each (input position, instruction) pair runs
+    /// at most once, so `work ≤ (input.count + 1) × program.count` — linear in the input.
+    func run(_ input: [UInt32], from: Int, anchored: Bool, captures: Bool, work: inout Int) -> [Int]? {
         let ncap = captures ? 2 * (groupCount + 1) : 0
         var clist = ThreadList(size: program.count)
         var nlist = ThreadList(size: program.count)
@@ -295,6 +302,7 @@ final class RulesRegex: Sendable {
             let c: UInt32? = pos < input.count ? input[pos] : nil
             var i = 0
             while i < clist.pcs.count {
+                work += 1
                 let pc = clist.pcs[i]
                 switch program[pc] {
                 case .match:
