@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HearthDocuments", targets: ["HearthDocuments"]),
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
+        .library(name: "HearthFirestoreProto", targets: ["HearthFirestoreProto"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -28,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/grpc/grpc-swift-2.git", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-protobuf.git", from: "2.4.1"),
     ],
     targets: [
         // Values, paths, ordering, limits, errors, JSON — no I/O.
@@ -68,6 +72,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Generated swift-protobuf messages and grpc-swift-2 stubs for google.firestore.v1 (+ google.type.LatLng,
+        // google.rpc.Status); regenerate with scripts/generate-firestore-protos, never edit by hand.
+        .target(
+            name: "HearthFirestoreProto",
+            dependencies: [
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+            ],
+            exclude: ["README.md"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "hearth",
             dependencies: [
@@ -93,6 +109,15 @@ let package = Package(
             dependencies: ["HearthCore", "HearthDocuments", "HearthSQLite"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "HearthFirestoreProtoTests",
+            dependencies: [
+                "HearthFirestoreProto",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCInProcessTransport", package: "grpc-swift-2"),
+            ],
+            resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
