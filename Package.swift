@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "HearthTesting", targets: ["HearthTesting"]),
         .library(name: "HearthTokenVerifier", targets: ["HearthTokenVerifier"]),
         .library(name: "HearthTokenVerifierHummingbird", targets: ["HearthTokenVerifierHummingbird"]),
+        .library(name: "HearthFirestoreProto", targets: ["HearthFirestoreProto"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -34,6 +35,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/grpc/grpc-swift-2.git", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-protobuf.git", from: "2.4.1"),
     ],
     targets: [
         // Values, paths, ordering, limits, errors, JSON — no I/O.
@@ -110,6 +114,18 @@ let package = Package(
             dependencies: ["HearthTokenVerifier", "HearthCore", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings
         ),
+        // Generated swift-protobuf messages and grpc-swift-2 stubs for google.firestore.v1 (+ google.type.LatLng,
+        // google.rpc.Status); regenerate with scripts/generate-firestore-protos, never edit by hand.
+        .target(
+            name: "HearthFirestoreProto",
+            dependencies: [
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+            ],
+            exclude: ["README.md"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "hearth",
             dependencies: [
@@ -156,6 +172,15 @@ let package = Package(
             dependencies: ["HearthCore", "HearthDocuments", "HearthSQLite"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "HearthFirestoreProtoTests",
+            dependencies: [
+                "HearthFirestoreProto",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCInProcessTransport", package: "grpc-swift-2"),
+            ],
+            resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
