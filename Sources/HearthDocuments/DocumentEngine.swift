@@ -146,7 +146,7 @@ public final class DocumentEngine: Sendable {
         }
         let check = pending
         let db = database.database
-        cache.beginWrite()
+        let ticket = cache.beginWrite(db, writes.map(\.path))
         let result: CommitResult
         do {
             result = try await store.write { [self] w in
@@ -174,10 +174,10 @@ public final class DocumentEngine: Sendable {
                 return CommitResult(commitTime: time, writeResults: plans.map(\.result))
             }
         } catch {
-            cache.abortWrite()
+            cache.abortWrite(ticket)
             throw error
         }
-        cache.committed(db, zip(writes, result.writeResults).map { ($0.path, $1.document) }, at: result.commitTime)
+        cache.committed(ticket, zip(writes, result.writeResults).map { ($0.path, $1.document) }, at: result.commitTime)
         return result
     }
 
@@ -190,7 +190,7 @@ public final class DocumentEngine: Sendable {
             throw HearthError.invalidArgument("A maximum of 500 entities can be modified in a commit.")
         }
         let db = database.database
-        cache.beginWrite()
+        let ticket = cache.beginWrite(db, writes.map(\.path))
         let result: ([BatchWriteOutcome], Timestamp)
         do {
             result = try await store.write { [self] w in
@@ -218,14 +218,14 @@ public final class DocumentEngine: Sendable {
                 return (outcomes, time)
             }
         } catch {
-            cache.abortWrite()
+            cache.abortWrite(ticket)
             throw error
         }
         var changed: [(ResourcePath, Document?)] = []
         for (write, outcome) in zip(writes, result.0) {
             if case .success(let r) = outcome { changed.append((write.path, r.document)) }
         }
-        cache.committed(db, changed, at: result.1)
+        cache.committed(ticket, changed, at: result.1)
         return (result.0, result.1)
     }
 
@@ -334,10 +334,14 @@ public final class DocumentEngine: Sendable {
     /// Removes every document of a database (the emulator's clear endpoint).
     public func clear(_ database: DatabaseName) async throws {
         let db = database.database
-        cache.beginWrite()
-        defer { cache.abortWrite() }
-        try await store.write { w in try w.clearDatabase(db) }
-        cache.removeAll(db)
+        let ticket = cache.beginWrite(db, nil)
+        do {
+            try await store.write { w in try w.clearDatabase(db) }
+        } catch {
+            cache.abortWrite(ticket)
+            throw error
+        }
+        cache.cleared(ticket)
         transactions.withLock { $0.removeAll(database: database) }
     }
 
