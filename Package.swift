@@ -57,12 +57,13 @@ let package = Package(
             dependencies: ["HearthCore", "HearthDocuments", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
-        // Transports only: Firestore v1 REST over Hummingbird.
+        // Transports only: Firestore v1 REST and Firebase Auth REST over Hummingbird.
         .target(
             name: "HearthServer",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthSQLite",
+                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthAuth",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -71,7 +72,7 @@ let package = Package(
         .executableTarget(
             name: "hearth",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer",
+                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -84,7 +85,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "HearthAuthTests", dependencies: ["HearthAuth", "HearthCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthAuthTests",
+            dependencies: [
+                "HearthAuth", "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
@@ -96,7 +105,7 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthCore",
+                "HearthServer", "HearthCore", "HearthAuth",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

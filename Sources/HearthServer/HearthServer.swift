@@ -1,5 +1,7 @@
 import HearthCore
+public import HearthAuth
 public import HearthDocuments
+import GRDB
 import HearthSQLite
 import Hummingbird
 public import Logging
@@ -13,6 +15,8 @@ import Synchronization
 public struct HearthServer: Sendable {
     public let configuration: ServerConfiguration
     public let engine: DocumentEngine
+    /// Firebase Authentication: accounts, sessions and the token service (`auth.tokens`).
+    public let auth: AuthEngine
     let logger: Logger
 
     /// Opens storage under the data directory and prepares the engines.
@@ -31,19 +35,43 @@ public struct HearthServer: Sendable {
                 try await engine.createIndex(def)
             }
         }
+        let auth = try await openAuth(configuration, directory: dir.path)
         logger.info("opened data directory", metadata: ["path": "\(dir.path)"])
-        return HearthServer(configuration: configuration, engine: engine, logger: logger)
+        return HearthServer(configuration: configuration, engine: engine, auth: auth, logger: logger)
+    }
+
+    /// The auth engine over `<data-dir>/auth.sqlite`, its signing keys under `<data-dir>/keys/`.
+    /// Registered service accounts sign custom tokens; emulator mode also accepts unsigned tokens.
+    public static func openAuth(_ configuration: ServerConfiguration, directory: String) async throws -> AuthEngine {
+        let dir = URL(fileURLWithPath: directory)
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: dir.appendingPathComponent("auth.sqlite").path)
+        } catch {
+            throw HearthError(.failedPrecondition, "Cannot open \(dir.appendingPathComponent("auth.sqlite").path): \(error)")
+        }
+        let store = try GRDBAuthStore(writer: pool)
+        // Keys stay published as long as the longest token they sign: session cookies (14 days).
+        let ring = try KeyRing(
+            directory: dir.appendingPathComponent("keys"),
+            policy: .init(rotationInterval: 6 * 3600, maxTokenLifetime: AuthEngine.sessionCookieDurations.upperBound))
+        let bootstrap = AuthEngine(store: store, tokens: TokenService(projectID: configuration.project, keyRing: ring))
+        let signers = try await bootstrap.serviceAccountSigners()
+        let tokens = TokenService(
+            projectID: configuration.project, keyRing: ring, allowUnsigned: configuration.emulator, customTokenSigners: signers,
+            clockSkew: 60)
+        return AuthEngine(store: store, tokens: tokens, configuration: configuration.auth)
     }
 
     /// Runs every listener until SIGTERM/SIGINT, then shuts down gracefully.
     /// `onReady` receives the bound ports once every listener is up (as the ready file does).
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
-        let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore"], logger: logger, onReady: onReady)
+        let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore"], logger: logger, onReady: onReady)
+        let access = AccessPolicy(emulator: configuration.emulator, adminToken: configuration.adminToken)
         let firestore = Application(
             responder: FirestoreRESTResponder(
-                engine: engine, access: AccessPolicy(emulator: configuration.emulator, adminToken: configuration.adminToken),
-                logger: logger),
+                engine: engine, access: access, logger: logger),
             configuration: .init(address: .hostname(configuration.host, port: configuration.ports["firestore"] ?? 8080), serverName: nil),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -51,8 +79,19 @@ public struct HearthServer: Sendable {
                 ready.bound("firestore", port)
             },
             logger: logger)
+        let authApp = Application(
+            responder: AuthRESTResponder(
+                engine: auth, access: access, outbox: Outbox(directory: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("outbox"), logger: logger),
+                providers: configuration.identityProviders, logger: logger),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.ports["auth"] ?? 9099), serverName: nil),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                self.logger.notice("auth listening", metadata: ["host": "\(self.configuration.host)", "port": "\(port)"])
+                ready.bound("auth", port)
+            },
+            logger: logger)
         let group = ServiceGroup(
-            configuration: .init(services: [firestore], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(services: [firestore, authApp], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.notice("stopped")
     }

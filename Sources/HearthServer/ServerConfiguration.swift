@@ -1,10 +1,11 @@
 import HearthDocuments
+public import HearthAuth
 
 /// Everything `hearth serve` is configured with (flags > environment > firebase.json > defaults).
 public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port per service name (`firestore`, later `auth`, `storage`, …); 0 = any free port.
-    public var ports: [String: Int] = ["firestore": 8080]
+    public var ports: [String: Int] = ["auth": 9099, "firestore": 8080]
     public var dataDirectory: String = "./hearth-data"
     public var project: String = "demo-hearth"
     public var emulator: Bool = false
@@ -13,6 +14,10 @@ public struct ServerConfiguration: Sendable {
     public var readyFile: String?
     /// `firestore.indexes.json` (the Firebase CLI's format), applied to the (default) database.
     public var indexesFile: String?
+    /// The auth engine's settings (password hashing, limits, email enumeration protection).
+    public var auth: AuthEngine.Configuration = .init()
+    /// OpenID Connect providers trusted by `accounts:signInWithIdp` (`--auth-config`).
+    public var identityProviders: [IdentityProvider] = []
 
     public init() {}
 

@@ -70,6 +70,7 @@ struct Bench: AsyncParsableCommand {
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports["firestore"] = 0
+        config.ports["auth"] = 0
         config.emulator = true
         let server = try await HearthServer.open(config, logger: logger)
         let engine = server.engine

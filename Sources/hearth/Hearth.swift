@@ -6,13 +6,13 @@ struct Hearth: AsyncParsableCommand {
         commandName: "hearth",
         abstract: "A self-hosted backend that speaks Firebase's wire protocols.",
         discussion: """
-            Hearth serves Cloud Firestore's v1 REST API from one binary, with its data in SQLite \
+            Hearth serves Cloud Firestore's v1 REST API and Firebase Authentication from one binary, with its data in SQLite \
             under a data directory. Point the Firebase Admin SDKs and Google Cloud client libraries \
             at it as you would at the Firebase Local Emulator Suite.
 
             Start with `hearth serve`; see `hearth serve --help` for every option.
             """,
-        subcommands: [Serve.self, Bench.self],
+        subcommands: [Serve.self, Admin.self, Bench.self],
         defaultSubcommand: nil
     )
 }

@@ -10,7 +10,7 @@ struct Serve: AsyncParsableCommand {
         discussion: """
             Settings come from flags, then environment variables (HEARTH_DATA_DIR, HEARTH_PROJECT, \
             HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_LOG_LEVEL), then a firebase.json (and .firebaserc) \
-            in the working directory: `emulators.firestore.port`, `firestore.indexes`. \
+            in the working directory: `emulators.firestore.port`, `emulators.auth.port`, `firestore.indexes`. \
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
             Production mode (the default) refuses Firestore requests that do not carry the admin \
@@ -31,7 +31,13 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("firestore-port"), help: "Firestore port (gRPC and REST); 0 picks a free port. (default: 8080)")
     var firestorePort: Int?
 
-    @Option(name: .customLong("ready-file"), help: "Once every listener is up, atomically write {\"firestore\": PORT, ...} here.")
+    @Option(name: .customLong("auth-port"), help: "Firebase Auth port (Identity Toolkit, Secure Token, public keys); 0 picks a free port. (default: 9099)")
+    var authPort: Int?
+
+    @Option(name: .customLong("auth-config"), help: "JSON file with the OpenID Connect providers accounts:signInWithIdp trusts: {\"identityProviders\":[{\"providerId\",\"issuer\",\"clientIds\",\"jwks\"|\"jwksFile\"}]} (see docs/auth.md).")
+    var authConfig: String?
+
+    @Option(name: .customLong("ready-file"), help: "Once every listener is up, atomically write {\"auth\": PORT, \"firestore\": PORT} here.")
     var readyFile: String?
 
     @Flag(help: "Accept the Firebase Local Emulator Suite's conventions: `Authorization: Bearer owner` is admin, clients are allowed while no rules are loaded, and DELETE /emulator/v1/projects/{p}/databases/{db}/documents clears a database.")
@@ -57,6 +63,10 @@ struct Serve: AsyncParsableCommand {
         config.project = project ?? env["HEARTH_PROJECT"] ?? firebase.project ?? config.project
         config.host = host ?? env["HEARTH_HOST"] ?? firebase.host ?? config.host
         config.ports["firestore"] = firestorePort ?? firebase.ports["firestore"] ?? ServerConfiguration.defaultPorts["firestore"]!
+        config.ports["auth"] = authPort ?? firebase.ports["auth"] ?? ServerConfiguration.defaultPorts["auth"]!
+        if let file = authConfig ?? env["HEARTH_AUTH_CONFIG"] {
+            config.identityProviders = try AuthConfigFile.load(file)
+        }
         config.readyFile = readyFile
         config.emulator = emulator
         config.adminToken = adminToken ?? env["HEARTH_ADMIN_TOKEN"]
@@ -98,7 +108,7 @@ struct FirebaseJSON {
                 for (name, settings) in emulators {
                     if case .number(let n)? = settings["port"], let port = Int(n) { out.ports[name] = port }
                     if case .string(let s)? = settings["port"], let port = Int(s) { out.ports[name] = port }
-                    if name == "firestore", let h = settings["host"]?.stringValue { out.host = h }
+                    if name == "firestore" || (name == "auth" && out.host == nil), let h = settings["host"]?.stringValue { out.host = h }
                 }
             }
             if let idx = json["firestore"]?["indexes"]?.stringValue {

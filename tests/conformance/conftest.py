@@ -108,14 +108,17 @@ class HearthServer:
 
     kind = "hearth"
 
-    def __init__(self, binary: str, workdir: Path):
+    def __init__(self, binary: str, workdir: Path, emulator: bool = True, extra_args: tuple = ()):
         self.binary = binary
         self.workdir = workdir
+        self.emulator = emulator
+        self.extra_args = list(extra_args)
         self.data_dir = workdir / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.ready_file = workdir / "ready.json"
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
+        self.auth_port: int | None = None
         self.generation = 0
         self._log_path: Path | None = None
 
@@ -125,12 +128,14 @@ class HearthServer:
         self.generation += 1
         self._log_path = self.workdir / f"hearth-{self.generation}.log"
         cmd = [
-            self.binary, "serve", "--emulator",
+            self.binary, "serve", *(["--emulator"] if self.emulator else []),
             "--data-dir", str(self.data_dir),
             "--project", PROJECT,
             "--host", "127.0.0.1",
             "--firestore-port", "0",
+            "--auth-port", "0",
             "--ready-file", str(self.ready_file),
+            *self.extra_args,
         ]
         with open(self._log_path, "wb") as log:
             self.proc = subprocess.Popen(
@@ -145,9 +150,10 @@ class HearthServer:
                     f"hearth exited with status {rc} before becoming ready.\n"
                     f"command: {' '.join(cmd)}\n--- output ---\n{_tail(self._log_path)}"
                 )
-            port = self._read_ready()
-            if port is not None:
-                self.port = port
+            ports = self._read_ready()
+            if ports is not None:
+                self.port = int(ports["firestore"])
+                self.auth_port = int(ports["auth"]) if "auth" in ports else None
                 return
             if time.monotonic() > deadline:
                 _stop_group(self.proc)
@@ -157,16 +163,18 @@ class HearthServer:
                 )
             time.sleep(0.05)
 
-    def _read_ready(self) -> int | None:
+    def _read_ready(self) -> dict | None:
+        """The ready file's ports (``{"auth": P, "firestore": P}``), or None until it is complete."""
         try:
             text = self.ready_file.read_text()
         except FileNotFoundError:
             return None
         try:
-            port = json.loads(text)["firestore"]
+            ports = json.loads(text)
+            int(ports["firestore"])
         except (ValueError, KeyError, TypeError):
             return None  # partially written; try again
-        return int(port)
+        return ports
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -183,6 +191,10 @@ class HearthServer:
     @property
     def rest_base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def auth_base(self) -> str:
+        return f"http://127.0.0.1:{self.auth_port}"
 
     def output(self) -> str:
         return _tail(self._log_path) if self._log_path else ""
