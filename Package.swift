@@ -80,7 +80,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Transports only: Firestore v1 REST over Hummingbird.
+        // Transports only: Firestore v1 REST, Firebase Auth REST, Storage and S3 over Hummingbird.
         .target(
             name: "HearthServer",
             dependencies: [
@@ -89,6 +89,7 @@ let package = Package(
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -157,7 +158,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "HearthAuthTests", dependencies: ["HearthAuth", "HearthCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthAuthTests",
+            dependencies: [
+                "HearthAuth", "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings),
@@ -184,7 +193,7 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthCore",
+                "HearthServer", "HearthCore", "HearthAuth",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

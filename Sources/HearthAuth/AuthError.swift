@@ -41,16 +41,28 @@ public enum AuthErrorCode: String, Sendable, CaseIterable {
     case adminOnlyOperation = "ADMIN_ONLY_OPERATION"
     case missingRequestType = "MISSING_REQ_TYPE"
     case invalidRequestType = "INVALID_REQ_TYPE"
+    case invalidSessionCookieDuration = "INVALID_SESSION_COOKIE_DURATION"
+    case configurationNotFound = "CONFIGURATION_NOT_FOUND"
+    case insufficientPermission = "INSUFFICIENT_PERMISSION"
+    case invalidIDPResponse = "INVALID_IDP_RESPONSE"
+    case federatedUserIDAlreadyLinked = "FEDERATED_USER_ID_ALREADY_LINKED"
+    case invalidProviderID = "INVALID_PROVIDER_ID"
+    case missingIdentifier = "MISSING_IDENTIFIER"
+    case invalidIdentifier = "INVALID_IDENTIFIER"
+    case invalidGrantType = "INVALID_GRANT_TYPE"
+    case missingGrantType = "MISSING_GRANT_TYPE"
+    case invalidContinueURI = "INVALID_CONTINUE_URI"
+    case missingContinueURI = "MISSING_CONTINUE_URI"
 
     /// The canonical code this error travels under inside Hearth.
     public var canonical: ErrorCode {
         switch self {
         case .emailExists, .duplicateLocalID, .duplicateEmail: .alreadyExists
         case .emailNotFound, .userNotFound: .notFound
-        case .invalidPassword, .invalidLoginCredentials, .invalidIDToken, .tokenExpired, .credentialTooOld,
+        case .invalidPassword, .invalidLoginCredentials, .invalidIDToken, .tokenExpired, .credentialTooOld, .invalidIDPResponse,
             .invalidRefreshToken, .invalidCustomToken, .credentialMismatch:
             .unauthenticated
-        case .userDisabled, .adminOnlyOperation, .operationNotAllowed: .permissionDenied
+        case .userDisabled, .adminOnlyOperation, .operationNotAllowed, .insufficientPermission: .permissionDenied
         case .tooManyAttempts: .resourceExhausted
         default: .invalidArgument
         }

@@ -1,7 +1,8 @@
 import HearthCore
-public import HearthDocuments
-import HearthSQLite
 public import HearthAuth
+public import HearthDocuments
+import GRDB
+import HearthSQLite
 import HearthRules
 public import HearthStorage
 import Hummingbird
@@ -17,8 +18,9 @@ import Synchronization
 public struct HearthServer: Sendable {
     public let configuration: ServerConfiguration
     public let engine: DocumentEngine
-    /// ID-token verification shared by every service.
-    public let tokens: TokenService
+    /// Firebase Authentication: accounts, sessions and the token service (`auth.tokens`),
+    /// whose ID-token verification every service shares.
+    public let auth: AuthEngine
     /// Security rules in force for Firestore.
     public let firestoreRules: RulesStore
     /// Buckets and objects.
@@ -43,8 +45,7 @@ public struct HearthServer: Sendable {
                 try await engine.createIndex(def)
             }
         }
-        let keyRing = try KeyRing(directory: dir.appendingPathComponent("keys"))
-        let tokens = TokenService(projectID: configuration.project, keyRing: keyRing, allowUnsigned: configuration.emulator)
+        let auth = try await openAuth(configuration, directory: dir.path)
         let firestoreRules = RulesStore()
         if let file = configuration.firestoreRulesFile {
             do {
@@ -69,8 +70,31 @@ public struct HearthServer: Sendable {
         if swept > 0 { logger.notice("removed blobs of uploads that never completed", metadata: ["count": "\(swept)"]) }
         logger.info("opened data directory", metadata: ["path": "\(dir.path)"])
         return HearthServer(
-            configuration: configuration, engine: engine, tokens: tokens, firestoreRules: firestoreRules, objects: objects,
+            configuration: configuration, engine: engine, auth: auth, firestoreRules: firestoreRules, objects: objects,
             storageRules: storageRules, logger: logger)
+    }
+
+    /// The auth engine over `<data-dir>/auth.sqlite`, its signing keys under `<data-dir>/keys/`.
+    /// Registered service accounts sign custom tokens; emulator mode also accepts unsigned tokens.
+    public static func openAuth(_ configuration: ServerConfiguration, directory: String) async throws -> AuthEngine {
+        let dir = URL(fileURLWithPath: directory)
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: dir.appendingPathComponent("auth.sqlite").path)
+        } catch {
+            throw HearthError(.failedPrecondition, "Cannot open \(dir.appendingPathComponent("auth.sqlite").path): \(error)")
+        }
+        let store = try GRDBAuthStore(writer: pool)
+        // Keys stay published as long as the longest token they sign: session cookies (14 days).
+        let ring = try KeyRing(
+            directory: dir.appendingPathComponent("keys"),
+            policy: .init(rotationInterval: 6 * 3600, maxTokenLifetime: AuthEngine.sessionCookieDurations.upperBound))
+        let bootstrap = AuthEngine(store: store, tokens: TokenService(projectID: configuration.project, keyRing: ring))
+        let signers = try await bootstrap.serviceAccountSigners()
+        let tokens = TokenService(
+            projectID: configuration.project, keyRing: ring, allowUnsigned: configuration.emulator, customTokenSigners: signers,
+            clockSkew: 60)
+        return AuthEngine(store: store, tokens: tokens, configuration: configuration.auth)
     }
 
     /// One service's HTTP listener on its configured port; reports the bound port to `ready`.
@@ -99,14 +123,20 @@ public struct HearthServer: Sendable {
     /// `onReady` receives the bound ports once every listener is up (as the ready file does).
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
-        let ready = ReadyFile(path: configuration.readyFile, expected: ["firestore", "storage", "s3"], logger: logger, onReady: onReady)
-        let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, tokens: tokens)
+        let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore", "storage", "s3"], logger: logger, onReady: onReady)
+        let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let storage = StorageRESTResponder(
             store: objects, authenticator: authenticator,
             security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, logger: logger),
             project: configuration.project, logger: logger)
+        let outbox = Outbox(directory: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("outbox"), logger: logger)
         var services: [any Service] = [
+            listener(
+                "auth",
+                AuthRESTResponder(
+                    engine: auth, authenticator: authenticator, outbox: outbox, providers: configuration.identityProviders, logger: logger),
+                ready),
             listener("firestore", FirestoreRESTResponder(engine: engine, authenticator: authenticator, security: security, logger: logger), ready),
             listener("storage", storage, ready),
             listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready),

@@ -1,11 +1,12 @@
 import HearthDocuments
 public import HearthStorage
+public import HearthAuth
 
 /// Everything `hearth serve` is configured with (flags > environment > firebase.json > defaults).
 public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port per service name (`firestore`, later `auth`, `storage`, …); 0 = any free port.
-    public var ports: [String: Int] = ["firestore": 8080, "storage": 9199, "s3": 9900]
+    public var ports: [String: Int] = ["auth": 9099, "firestore": 8080, "storage": 9199, "s3": 9900]
     public var dataDirectory: String = "./hearth-data"
     public var project: String = "demo-hearth"
     public var emulator: Bool = false
@@ -21,6 +22,10 @@ public struct ServerConfiguration: Sendable {
 
     /// Keep object bytes in an external S3 bucket instead of the data directory.
     public var blobS3: S3BlobStore.Configuration?
+    /// The auth engine's settings (password hashing, limits, email enumeration protection).
+    public var auth: AuthEngine.Configuration = .init()
+    /// OpenID Connect providers trusted by `accounts:signInWithIdp` (`--auth-config`).
+    public var identityProviders: [IdentityProvider] = []
 
     public init() {}
 

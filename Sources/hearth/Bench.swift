@@ -81,7 +81,7 @@ struct Bench: AsyncParsableCommand {
         guard !selected.isDisjoint(with: ["engine", "write", "rules-write", "read", "query", "storage"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
-        config.ports = ["firestore": 0, "storage": 0, "s3": 0]
+        config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0]
         config.emulator = true
         let server = try await HearthServer.open(config, logger: logger)
         let engine = server.engine

@@ -9,8 +9,9 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run the Hearth server.",
         discussion: """
             Settings come from flags, then environment variables (HEARTH_DATA_DIR, HEARTH_PROJECT, \
-            HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_FIRESTORE_RULES, HEARTH_STORAGE_RULES, HEARTH_LOG_LEVEL), then a firebase.json (and .firebaserc) \
-            in the working directory: `emulators.{firestore,storage}.port`, `firestore.indexes`, `firestore.rules`, `storage.rules`. \
+            HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_FIRESTORE_RULES, HEARTH_STORAGE_RULES, HEARTH_AUTH_CONFIG, HEARTH_LOG_LEVEL), \
+            then a firebase.json (and .firebaserc) in the working directory: `emulators.{firestore,auth,storage}.port`, \
+            `firestore.indexes`, `firestore.rules`, `storage.rules`. \
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
             Security rules (--firestore-rules or firebase.json's firestore.rules) judge every request \
@@ -35,13 +36,19 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("firestore-port"), help: "Firestore port (v1 REST); 0 picks a free port. (default: 8080)")
     var firestorePort: Int?
 
+    @Option(name: .customLong("auth-port"), help: "Firebase Auth port (Identity Toolkit, Secure Token, public keys); 0 picks a free port. (default: 9099)")
+    var authPort: Int?
+
+    @Option(name: .customLong("auth-config"), help: "JSON file with the OpenID Connect providers accounts:signInWithIdp trusts: {\"identityProviders\":[{\"providerId\",\"issuer\",\"clientIds\",\"jwks\"|\"jwksFile\"}]} (see docs/auth.md).")
+    var authConfig: String?
+
     @Option(name: .customLong("storage-port"), help: "Firebase Storage port (v0 REST and the Cloud Storage JSON API); 0 picks a free port. (default: 9199)")
     var storagePort: Int?
 
     @Option(name: .customLong("s3-port"), help: "S3-compatible API port; 0 picks a free port. (default: 9900)")
     var s3Port: Int?
 
-    @Option(name: .customLong("ready-file"), help: "Once every listener is up, atomically write {\"firestore\": PORT, ...} here.")
+    @Option(name: .customLong("ready-file"), help: "Once every listener is up, atomically write {\"auth\": PORT, \"firestore\": PORT, ...} here.")
     var readyFile: String?
 
     @Flag(help: "Accept the Firebase Local Emulator Suite's conventions: `Authorization: Bearer owner` is admin, unsigned (alg none) ID tokens are users, clients are allowed while no rules are loaded, PUT /emulator/v1/projects/{p}:securityRules loads rules, DELETE /emulator/v1/projects/{p}/databases/{db}/documents clears a database, and the storage port's PUT /internal/setRules and POST /internal/reset load storage rules and clear objects.")
@@ -81,6 +88,10 @@ struct Serve: AsyncParsableCommand {
         config.ports["firestore"] = firestorePort ?? firebase.ports["firestore"] ?? ServerConfiguration.defaultPorts["firestore"]!
         config.ports["storage"] = storagePort ?? firebase.ports["storage"] ?? ServerConfiguration.defaultPorts["storage"]!
         config.ports["s3"] = s3Port ?? firebase.ports["s3"] ?? ServerConfiguration.defaultPorts["s3"]!
+        config.ports["auth"] = authPort ?? firebase.ports["auth"] ?? ServerConfiguration.defaultPorts["auth"]!
+        if let file = authConfig ?? env["HEARTH_AUTH_CONFIG"] {
+            config.identityProviders = try AuthConfigFile.load(file)
+        }
         config.readyFile = readyFile
         config.emulator = emulator
         config.adminToken = adminToken ?? env["HEARTH_ADMIN_TOKEN"]
@@ -145,7 +156,7 @@ struct FirebaseJSON {
                 for (name, settings) in emulators {
                     if case .number(let n)? = settings["port"], let port = Int(n) { out.ports[name] = port }
                     if case .string(let s)? = settings["port"], let port = Int(s) { out.ports[name] = port }
-                    if name == "firestore", let h = settings["host"]?.stringValue { out.host = h }
+                    if name == "firestore" || (name == "auth" && out.host == nil), let h = settings["host"]?.stringValue { out.host = h }
                 }
             }
             if let idx = json["firestore"]?["indexes"]?.stringValue {

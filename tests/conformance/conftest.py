@@ -119,6 +119,7 @@ class HearthServer:
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
         self.ports: dict = {}
+        self.auth_port: int | None = None
         self.generation = 0
         self._log_path: Path | None = None
 
@@ -135,6 +136,7 @@ class HearthServer:
             "--firestore-port", "0",
             "--storage-port", "0",
             "--s3-port", "0",
+            "--auth-port", "0",
             "--ready-file", str(self.ready_file),
             *self.extra_args,
         ]
@@ -151,9 +153,10 @@ class HearthServer:
                     f"hearth exited with status {rc} before becoming ready.\n"
                     f"command: {' '.join(cmd)}\n--- output ---\n{_tail(self._log_path)}"
                 )
-            port = self._read_ready()
-            if port is not None:
-                self.port = port
+            ports = self._read_ready()
+            if ports is not None:
+                self.port = int(ports["firestore"])
+                self.auth_port = int(ports["auth"]) if "auth" in ports else None
                 return
             if time.monotonic() > deadline:
                 _stop_group(self.proc)
@@ -163,18 +166,19 @@ class HearthServer:
                 )
             time.sleep(0.05)
 
-    def _read_ready(self) -> int | None:
+    def _read_ready(self) -> dict | None:
+        """The ready file's ports (``{"auth": P, "firestore": P, ...}``), or None until it is complete."""
         try:
             text = self.ready_file.read_text()
         except FileNotFoundError:
             return None
         try:
             ports = json.loads(text)
-            port = ports["firestore"]
+            int(ports["firestore"])
         except (ValueError, KeyError, TypeError):
             return None  # partially written; try again
         self.ports = {k: int(v) for k, v in ports.items()}
-        return int(port)
+        return ports
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -199,6 +203,10 @@ class HearthServer:
     @property
     def s3_base(self) -> str:
         return f"http://127.0.0.1:{self.ports['s3']}"
+
+    @property
+    def auth_base(self) -> str:
+        return f"http://127.0.0.1:{self.auth_port}"
 
     def output(self) -> str:
         return _tail(self._log_path) if self._log_path else ""

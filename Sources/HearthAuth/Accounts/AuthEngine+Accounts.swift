@@ -79,6 +79,12 @@ public struct BatchItemError: Sendable, Hashable {
     public var index: Int
     public var uid: String?
     public var message: String
+
+    public init(index: Int, uid: String?, message: String) {
+        self.index = index
+        self.uid = uid
+        self.message = message
+    }
 }
 
 extension AuthEngine {
@@ -97,6 +103,11 @@ extension AuthEngine {
     public func account(email: String) async throws -> Account? {
         let e = try Self.normalizeEmail(email)
         return try await store.read { r in try r.account(email: e) }
+    }
+
+    /// The account linked to an identity provider's user (`federatedUserId` lookups).
+    public func account(provider: String, rawID: String) async throws -> Account? {
+        try await store.read { r in try r.account(provider: provider, rawID: rawID) }
     }
 
     /// `accounts:lookup` for admins: every account matching any uid or email, each once, in request order.

@@ -1,6 +1,7 @@
 public import HearthCore
 import Crypto
 import Foundation
+import Synchronization
 
 /// Firebase Authentication's behaviour over any ``AuthStore``: accounts, passwords, sessions,
 /// out-of-band codes. Knows nothing of HTTP; every failure is a `HearthError` whose message is
@@ -52,6 +53,7 @@ public final class AuthEngine: Sendable {
     public let tokens: TokenService
     public let configuration: Configuration
     public let clock: AuthClock
+    let enumerationProtection: Mutex<Bool>
     let accountFailures: AttemptLimiter
     let addressAttempts: AttemptLimiter
 
@@ -60,10 +62,16 @@ public final class AuthEngine: Sendable {
         self.tokens = tokens
         self.configuration = configuration
         self.clock = tokens.clock
+        self.enumerationProtection = Mutex(configuration.emailEnumerationProtection)
         let window = configuration.attemptWindowSeconds * 1000
         accountFailures = AttemptLimiter(.init(attempts: configuration.accountFailureLimit, windowMillis: window))
         addressAttempts = AttemptLimiter(.init(attempts: configuration.addressAttemptLimit, windowMillis: window))
     }
+
+    /// Whether email enumeration protection is on now (the emulator's config endpoint changes it).
+    public var emailEnumerationProtection: Bool { enumerationProtection.withLock { $0 } }
+
+    public func setEmailEnumerationProtection(_ on: Bool) { enumerationProtection.withLock { $0 = on } }
 
     // MARK: Validation
 
@@ -155,7 +163,7 @@ public final class AuthEngine: Sendable {
             addressAttempts.record(clientAddress, now: now)
         }
         guard !accountFailures.isBlocked(accountKey, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
-        let protect = configuration.emailEnumerationProtection
+        let protect = emailEnumerationProtection
         guard let account = try await store.read({ r in try r.account(email: normalized) }), let hash = account.passwordHash else {
             accountFailures.record(accountKey, now: now)
             throw (protect ? AuthErrorCode.invalidLoginCredentials : .emailNotFound).error()

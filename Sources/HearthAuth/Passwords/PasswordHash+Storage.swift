@@ -13,6 +13,8 @@ extension PasswordHash {
             return "pbkdf2-sha256$\(rounds)$\(b(salt))$\(b(hash))"
         case .hmacSHA256(let key, let order, let salt, let hash):
             return "hmac-sha256$\(b(key))$\(order.rawValue)$\(b(salt))$\(b(hash))"
+        case .bcrypt(let text):
+            return "bcrypt$" + b(Array(text.utf8))
         }
     }
 
@@ -33,6 +35,9 @@ extension PasswordHash {
         case "hmac-sha256" where f.count == 5:
             guard let k = bytes(1), let o = HashInputOrder(rawValue: f[2]), let s = bytes(3), let h = bytes(4) else { return nil }
             self = .hmacSHA256(key: k, order: o, salt: s, hash: h)
+        case "bcrypt" where f.count == 2:
+            guard let t = bytes(1), let text = String(validating: t, as: UTF8.self), BCrypt.isWellFormed(text) else { return nil }
+            self = .bcrypt(text)
         default:
             return nil
         }

@@ -44,6 +44,8 @@ public enum PasswordHash: Sendable, Hashable {
     case pbkdf2SHA256(rounds: Int, salt: [UInt8], hash: [UInt8])
     /// HMAC-SHA256 keyed with the import's key over password and salt.
     case hmacSHA256(key: [UInt8], order: HashInputOrder, salt: [UInt8], hash: [UInt8])
+    /// bcrypt in its modular crypt format (`$2a$`/`$2b$`/`$2y$`; cost and salt inside).
+    case bcrypt(String)
 
     /// The name Firebase uses for the algorithm.
     public var algorithmName: String {
@@ -52,18 +54,21 @@ public enum PasswordHash: Sendable, Hashable {
         case .firebaseScrypt: "SCRYPT"
         case .pbkdf2SHA256: "PBKDF2_SHA256"
         case .hmacSHA256: "HMAC_SHA256"
+        case .bcrypt: "BCRYPT"
         }
     }
 
     public var salt: [UInt8] {
         switch self {
         case .scrypt(_, _, _, let s, _), .firebaseScrypt(_, let s, _), .pbkdf2SHA256(_, let s, _), .hmacSHA256(_, _, let s, _): s
+        case .bcrypt(let text): BCrypt.parse(text)?.salt ?? []
         }
     }
 
     public var hash: [UInt8] {
         switch self {
         case .scrypt(_, _, _, _, let h), .firebaseScrypt(_, _, let h), .pbkdf2SHA256(_, _, let h), .hmacSHA256(_, _, _, let h): h
+        case .bcrypt(let text): Array(text.utf8)
         }
     }
 
@@ -90,6 +95,9 @@ public enum PasswordHash: Sendable, Hashable {
         case .hmacSHA256(let key, let order, let salt, _):
             let message = order == .passwordFirst ? pw + salt : salt + pw
             computed = Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
+        case .bcrypt(let text):
+            guard BCrypt.isWellFormed(text) else { throw AuthErrorCode.invalidPasswordHash.error() }
+            return BCrypt.verify(password, hash: text)
         }
         return Self.constantTimeEqual(computed, hash)
     }

@@ -61,6 +61,27 @@ public struct OOBCode: Sendable, Hashable {
     }
 }
 
+/// A registered Hearth service account: only its public key is kept (the private key is in the
+/// JSON file `hearth admin service-account create` wrote).
+public struct ServiceAccountRecord: Sendable, Hashable {
+    public var clientEmail: String
+    public var clientID: String
+    /// `private_key_id`: the `kid` of assertions and custom tokens it signs.
+    public var keyID: String
+    /// SubjectPublicKeyInfo PEM.
+    public var publicKeyPEM: String
+    /// Milliseconds.
+    public var createdAt: Int64
+
+    public init(clientEmail: String, clientID: String, keyID: String, publicKeyPEM: String, createdAt: Int64) {
+        self.clientEmail = clientEmail
+        self.clientID = clientID
+        self.keyID = keyID
+        self.publicKeyPEM = publicKeyPEM
+        self.createdAt = createdAt
+    }
+}
+
 /// Reads inside one consistent snapshot.
 public protocol AuthStoreReader {
     func account(uid: String) throws -> Account?
@@ -71,6 +92,10 @@ public protocol AuthStoreReader {
     func refreshToken(hash: String) throws -> RefreshTokenRecord?
     func oobCode(_ code: String) throws -> OOBCode?
     func oobCodes() throws -> [OOBCode]
+    /// The account linked to identity provider `provider` with the provider's user id `rawID`.
+    func account(provider: String, rawID: String) throws -> Account?
+    func serviceAccount(clientEmail: String) throws -> ServiceAccountRecord?
+    func serviceAccounts() throws -> [ServiceAccountRecord]
 }
 
 /// Writes inside one transaction; the engine checks invariants (unique email) before writing.
@@ -85,6 +110,7 @@ public protocol AuthStoreWriter: AuthStoreReader {
     func insertOOBCode(_ code: OOBCode) throws
     func deleteOOBCode(_ code: String) throws
     func deleteOOBCodes(expiringBefore millis: Int64) throws
+    func saveServiceAccount(_ record: ServiceAccountRecord) throws
 }
 
 /// The persistence the auth engine owns; SQLite (GRDB) and in-memory implementations pass the same suite.

@@ -51,6 +51,16 @@ public final class GRDBAuthStore: AuthStore {
                 CREATE INDEX auth_oob_codes_uid ON auth_oob_codes(uid);
                 """)
         }
+        m.registerMigration("hearth-auth-v2-service-accounts") { db in
+            try db.execute(sql: """
+                CREATE TABLE auth_service_accounts(
+                    client_email TEXT PRIMARY KEY NOT NULL,
+                    client_id TEXT NOT NULL,
+                    key_id TEXT NOT NULL,
+                    public_key_pem TEXT NOT NULL,
+                    created_at INTEGER NOT NULL);
+                """)
+        }
         return m
     }
 
@@ -140,6 +150,40 @@ public final class GRDBAuthStore: AuthStore {
 
         func oobCodes() throws -> [OOBCode] {
             try Row.fetchAll(db, sql: "SELECT * FROM auth_oob_codes ORDER BY created_at, code").map(decodeOOB)
+        }
+
+        func account(provider: String, rawID: String) throws -> Account? {
+            // Linked providers live in a JSON column; SQLite's json_each searches it.
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT \(Self.accountColumns) FROM auth_accounts WHERE EXISTS (
+                        SELECT 1 FROM json_each(auth_accounts.providers)
+                        WHERE json_extract(value, '$.providerId') = ? AND json_extract(value, '$.rawId') = ?)
+                    """,
+                arguments: [provider, rawID]
+            ).map(decodeAccount)
+        }
+
+        func decodeServiceAccount(_ r: Row) -> ServiceAccountRecord {
+            ServiceAccountRecord(
+                clientEmail: r["client_email"], clientID: r["client_id"], keyID: r["key_id"], publicKeyPEM: r["public_key_pem"],
+                createdAt: r["created_at"])
+        }
+
+        func serviceAccount(clientEmail: String) throws -> ServiceAccountRecord? {
+            try Row.fetchOne(db, sql: "SELECT * FROM auth_service_accounts WHERE client_email = ?", arguments: [clientEmail])
+                .map(decodeServiceAccount)
+        }
+
+        func serviceAccounts() throws -> [ServiceAccountRecord] {
+            try Row.fetchAll(db, sql: "SELECT * FROM auth_service_accounts ORDER BY client_email").map(decodeServiceAccount)
+        }
+
+        func saveServiceAccount(_ s: ServiceAccountRecord) throws {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO auth_service_accounts(client_email, client_id, key_id, public_key_pem, created_at) VALUES (?,?,?,?,?)",
+                arguments: [s.clientEmail, s.clientID, s.keyID, s.publicKeyPEM, s.createdAt])
         }
 
         func save(_ a: Account) throws {

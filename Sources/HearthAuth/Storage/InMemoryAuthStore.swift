@@ -8,6 +8,7 @@ public final class InMemoryAuthStore: AuthStore {
         var accounts: [String: Account] = [:]
         var refreshTokens: [String: RefreshTokenRecord] = [:]
         var oobCodes: [String: OOBCode] = [:]
+        var serviceAccounts: [String: ServiceAccountRecord] = [:]
     }
 
     final class Transaction: AuthStoreWriter {
@@ -23,13 +24,24 @@ public final class InMemoryAuthStore: AuthStore {
         func oobCode(_ code: String) throws -> OOBCode? { state.oobCodes[code] }
         func oobCodes() throws -> [OOBCode] { state.oobCodes.values.sorted { ($0.createdAt, $0.code) < ($1.createdAt, $1.code) } }
 
+        func account(provider: String, rawID: String) throws -> Account? {
+            state.accounts.values.first { a in a.providers.contains { $0.providerID == provider && $0.rawID == rawID } }
+        }
+        func serviceAccount(clientEmail: String) throws -> ServiceAccountRecord? { state.serviceAccounts[clientEmail] }
+        func serviceAccounts() throws -> [ServiceAccountRecord] { state.serviceAccounts.values.sorted { $0.clientEmail < $1.clientEmail } }
+        func saveServiceAccount(_ record: ServiceAccountRecord) throws { state.serviceAccounts[record.clientEmail] = record }
+
         func save(_ account: Account) throws { state.accounts[account.uid] = account }
         func deleteAccount(uid: String) throws {
             state.accounts[uid] = nil
             state.refreshTokens = state.refreshTokens.filter { $0.value.uid != uid }
             state.oobCodes = state.oobCodes.filter { $0.value.uid != uid }
         }
-        func deleteAllAccounts() throws { state = State() }
+        func deleteAllAccounts() throws {
+            let kept = state.serviceAccounts
+            state = State()
+            state.serviceAccounts = kept
+        }
         func insertRefreshToken(_ record: RefreshTokenRecord) throws { state.refreshTokens[record.tokenHash] = record }
         func deleteRefreshTokens(uid: String) throws { state.refreshTokens = state.refreshTokens.filter { $0.value.uid != uid } }
         func insertOOBCode(_ code: OOBCode) throws { state.oobCodes[code.code] = code }

@@ -50,7 +50,13 @@ public struct Authenticator: Sendable {
         if emulator && token == "owner" { return .admin("owner") }
         if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) { return .admin("admin-token") }
         if token.utf8.count(where: { $0 == UInt8(ascii: ".") }) == 2 {
-            if emulator, let jwt = JWT.parse(token), jwt.algorithm == "none" {
+            let jwt = JWT.parse(token)
+            if jwt?.header["typ"]?.stringValue == "at+jwt" {
+                // A service account's OAuth2 access token, not an ID token.
+                if let accessTokens, let principal = await accessTokens(token) { return .admin(principal) }
+                throw Self.unauthenticated
+            }
+            if emulator, let jwt, jwt.algorithm == "none" {
                 // The emulators take unsigned tokens at face value (any project, any issuer).
                 guard let uid = jwt.payload["sub"]?.stringValue ?? jwt.payload["user_id"]?.stringValue, !uid.isEmpty else {
                     throw Self.unauthenticated
@@ -76,5 +82,15 @@ public struct Authenticator: Sendable {
         var diff: UInt8 = 0
         for i in x.indices { diff |= x[i] ^ y[i] }
         return diff == 0
+    }
+}
+
+extension Authenticator {
+    /// The authenticator of a server whose identities come from `auth`: its ID tokens, and
+    /// the access tokens of its service accounts as admin.
+    public init(emulator: Bool, adminToken: String?, auth: AuthEngine) {
+        self.init(
+            emulator: emulator, adminToken: adminToken, tokens: auth.tokens,
+            accessTokens: { token in (try? await auth.verifyAccessToken(token))?.clientEmail })
     }
 }

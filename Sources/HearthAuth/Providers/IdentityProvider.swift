@@ -1,0 +1,109 @@
+public import HearthCore
+public import _CryptoExtras
+import Crypto
+import Foundation
+
+/// An OpenID Connect identity provider whose ID tokens `accounts:signInWithIdp` accepts:
+/// its issuer, the client ids (audiences) it issues tokens for, and its public keys — from
+/// configuration, since a provider's key URL may be unreachable from the server.
+/// Sign in with Apple is `providerId: "apple.com"`, issuer `https://appleid.apple.com`.
+public struct IdentityProvider: Sendable {
+    public var providerID: String
+    public var issuer: String
+    public var audiences: [String]
+    /// RSA keys by `kid` (from the provider's JWKS).
+    public var keys: [String: _RSA.Signing.PublicKey]
+
+    public init(providerID: String, issuer: String, audiences: [String], keys: [String: _RSA.Signing.PublicKey]) {
+        self.providerID = providerID
+        self.issuer = issuer
+        self.audiences = audiences
+        self.keys = keys
+    }
+
+    /// From configuration JSON: `{"providerId","issuer","clientIds":[…],"jwks":{"keys":[…]}}`
+    /// (`clientId` and `jwksFile`, relative to `baseDirectory`, are accepted too).
+    public init(json: JSON, baseDirectory: String? = nil) throws(HearthError) {
+        guard let id = json["providerId"]?.stringValue, !id.isEmpty else { throw .invalidArgument("An identity provider needs a providerId.") }
+        guard let iss = json["issuer"]?.stringValue, !iss.isEmpty else { throw .invalidArgument("Identity provider \(id) needs an issuer.") }
+        var auds = (json["clientIds"]?.arrayValue ?? []).compactMap(\.stringValue)
+        if let one = json["clientId"]?.stringValue { auds.append(one) }
+        guard !auds.isEmpty else { throw .invalidArgument("Identity provider \(id) needs clientIds (the audiences of its ID tokens).") }
+        var jwks = json["jwks"]
+        if jwks == nil, let file = json["jwksFile"]?.stringValue {
+            let path = file.hasPrefix("/") || baseDirectory == nil ? file : baseDirectory! + "/" + file
+            guard let data = FileManager.default.contents(atPath: path) else { throw .invalidArgument("Cannot read \(path).") }
+            jwks = try JSON.parse(Array(data))
+        }
+        guard let keyList = jwks?["keys"]?.arrayValue else { throw .invalidArgument("Identity provider \(id) needs jwks with keys.") }
+        var keys: [String: _RSA.Signing.PublicKey] = [:]
+        for k in keyList {
+            guard k["kty"]?.stringValue == "RSA", let kid = k["kid"]?.stringValue,
+                let n = k["n"]?.stringValue.flatMap(Base64.decode), let e = k["e"]?.stringValue.flatMap(Base64.decode),
+                let key = try? _RSA.Signing.PublicKey(n: n, e: e)
+            else { continue }
+            keys[kid] = key
+        }
+        guard !keys.isEmpty else { throw .invalidArgument("Identity provider \(id) has no usable RSA key.") }
+        self.init(providerID: id, issuer: iss, audiences: auds, keys: keys)
+    }
+}
+
+/// What a provider says about its user (from a verified ID token, or the emulator's fake one).
+public struct ProviderIdentity: Sendable {
+    public var providerID: String
+    /// The provider's user id (`sub`), Firebase's `rawId`.
+    public var rawID: String
+    public var email: String?
+    public var emailVerified: Bool
+    public var displayName: String?
+    public var photoURL: String?
+    /// The token's claims (`rawUserInfo`).
+    public var claims: JSON
+
+    public init(providerID: String, rawID: String, email: String?, emailVerified: Bool, displayName: String?, photoURL: String?, claims: JSON) {
+        self.providerID = providerID
+        self.rawID = rawID
+        self.email = email
+        self.emailVerified = emailVerified
+        self.displayName = displayName
+        self.photoURL = photoURL
+        self.claims = claims
+    }
+}
+
+extension IdentityProvider {
+    /// Verifies an ID token of this provider: RS256 by one of its keys, its issuer, one of its
+    /// audiences, not expired; `sub` becomes the raw id. INVALID_IDP_RESPONSE otherwise.
+    public func verify(_ token: String, now: Int64, clockSkew: Int64 = 60) throws(HearthError) -> ProviderIdentity {
+        let bad = AuthErrorCode.invalidIDPResponse
+        guard let jwt = JWT.parse(token) else { throw bad.error("The id_token is not a JWT.") }
+        guard jwt.algorithm == "RS256", let kid = jwt.keyID, let key = keys[kid] else {
+            throw bad.error("The id_token is not signed by a configured key of \(providerID).")
+        }
+        let sig = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
+        guard key.isValidSignature(sig, for: SHA256.hash(data: jwt.signingInput), padding: .insecurePKCS1v1_5) else {
+            throw bad.error("The id_token has an invalid signature.")
+        }
+        let c = jwt.payload
+        guard c["iss"]?.stringValue == issuer else { throw bad.error("The id_token has the wrong issuer.") }
+        let auds = c["aud"]?.stringValue.map { [$0] } ?? (c["aud"]?.arrayValue ?? []).compactMap(\.stringValue)
+        guard auds.contains(where: { audiences.contains($0) }) else { throw bad.error("The id_token has the wrong audience.") }
+        guard let exp = c["exp"]?.int64Value, exp + clockSkew > now else { throw bad.error("The id_token has expired.") }
+        return try Self.identity(providerID: providerID, claims: c)
+    }
+
+    /// The identity in a set of OIDC claims (`sub` required).
+    public static func identity(providerID: String, claims c: JSON) throws(HearthError) -> ProviderIdentity {
+        guard let sub = c["sub"]?.stringValue, !sub.isEmpty else { throw AuthErrorCode.invalidIDPResponse.error("The id_token has no sub.") }
+        let verified: Bool =
+            switch c["email_verified"] {
+            case .bool(let b)?: b
+            case .string(let s)?: s == "true"
+            default: false
+            }
+        return ProviderIdentity(
+            providerID: providerID, rawID: sub, email: c["email"]?.stringValue, emailVerified: verified,
+            displayName: c["name"]?.stringValue ?? c["screen_name"]?.stringValue, photoURL: c["picture"]?.stringValue, claims: c)
+    }
+}

@@ -1,0 +1,237 @@
+"""Firebase Auth through the official Admin SDK (firebase-admin) against ``hearth serve --emulator``
+with ``FIREBASE_AUTH_EMULATOR_HOST``: users, claims, listing, custom tokens, revocation, links,
+imports with password hashes, session cookies."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import hmac
+import os
+import time
+import urllib.parse
+import uuid
+
+import bcrypt
+import firebase_admin
+import pytest
+from firebase_admin import auth, credentials
+
+from authutil import AuthRest, expect_error, firebase_scrypt, jwt_payload, start
+from conftest import PROJECT
+
+pytestmark = pytest.mark.hearth_only(reason="Firebase Auth is served by Hearth, not by the Firestore emulator")
+
+
+@pytest.fixture(scope="module")
+def hearth_auth(tmp_path_factory):
+    srv = start(tmp_path_factory, "auth-emulator", emulator=True)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def app(hearth_auth):
+    previous = os.environ.get("FIREBASE_AUTH_EMULATOR_HOST")
+    os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = f"127.0.0.1:{hearth_auth.auth_port}"
+    cred = credentials.Certificate(hearth_auth.service_account)
+    a = firebase_admin.initialize_app(cred, {"projectId": PROJECT}, name=f"hearth-{uuid.uuid4().hex}")
+    yield a
+    firebase_admin.delete_app(a)
+    if previous is None:
+        os.environ.pop("FIREBASE_AUTH_EMULATOR_HOST", None)
+    else:
+        os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = previous
+
+
+@pytest.fixture
+def rest(hearth_auth):
+    return AuthRest(hearth_auth)
+
+
+def unique_email(prefix="user") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}@example.com"
+
+
+def test_create_get_update_delete(app):
+    email = unique_email()
+    user = auth.create_user(email=email, password="secret123", display_name="Ann", app=app)
+    assert user.email == email and user.display_name == "Ann"
+    assert auth.get_user(user.uid, app=app).email == email
+    assert auth.get_user_by_email(email, app=app).uid == user.uid
+    updated = auth.update_user(user.uid, display_name="Anne", email_verified=True, app=app)
+    assert updated.display_name == "Anne" and updated.email_verified
+    assert updated.user_metadata.creation_timestamp > 0
+    cleared = auth.update_user(user.uid, display_name=auth.DELETE_ATTRIBUTE, app=app)
+    assert cleared.display_name is None
+    with pytest.raises(auth.UidAlreadyExistsError):
+        auth.create_user(uid=user.uid, app=app)
+    with pytest.raises(auth.EmailAlreadyExistsError):
+        auth.create_user(email=email, app=app)
+    auth.delete_user(user.uid, app=app)
+    with pytest.raises(auth.UserNotFoundError):
+        auth.get_user(user.uid, app=app)
+
+
+def test_custom_claims_visible_after_refresh(app, rest):
+    email = unique_email()
+    signed = rest.sign_up(email, "secret123")
+    auth.set_custom_user_claims(signed["localId"], {"admin": True, "tier": "gold"}, app=app)
+    assert auth.get_user(signed["localId"], app=app).custom_claims == {"admin": True, "tier": "gold"}
+    refreshed = rest.refresh(signed["refreshToken"])
+    claims = jwt_payload(refreshed["id_token"])
+    assert claims["admin"] is True and claims["tier"] == "gold"
+    decoded = auth.verify_id_token(refreshed["id_token"], app=app)
+    assert decoded["uid"] == signed["localId"] and decoded["tier"] == "gold"
+    with pytest.raises(ValueError):
+        auth.set_custom_user_claims(signed["localId"], {"sub": "x"}, app=app)
+
+
+def test_list_users_with_paging(app):
+    uids = [f"list-{uuid.uuid4().hex[:8]}-{i}" for i in range(5)]
+    for uid in uids:
+        auth.create_user(uid=uid, app=app)
+    page = auth.list_users(max_results=2, app=app)
+    assert len(page.users) == 2 and page.has_next_page
+    seen = []
+    for user in auth.list_users(max_results=2, app=app).iterate_all():
+        seen.append(user.uid)
+    assert set(uids) <= set(seen)
+    assert seen == sorted(seen)
+    assert len(seen) == len(set(seen))
+
+
+def test_custom_token_sign_in_and_verify(app, rest):
+    uid = f"custom-{uuid.uuid4().hex[:8]}"
+    token = auth.create_custom_token(uid, {"plan": "pro"}, app=app).decode()
+    r = rest.v1("signInWithCustomToken", {"token": token, "returnSecureToken": True})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["isNewUser"] is True and body["expiresIn"] == "3600"
+    decoded = auth.verify_id_token(body["idToken"], app=app)
+    assert decoded["uid"] == uid and decoded["plan"] == "pro"
+    assert decoded["firebase"]["sign_in_provider"] == "custom"
+    again = rest.v3("verifyCustomToken", {"token": token, "returnSecureToken": True}).json()
+    assert again["isNewUser"] is False
+
+
+def test_revoke_refresh_tokens(app, rest):
+    signed = rest.sign_up(unique_email(), "secret123")
+    id_token = signed["idToken"]
+    assert auth.verify_id_token(id_token, check_revoked=True, app=app)["uid"] == signed["localId"]
+    time.sleep(1.1)  # validSince has one-second resolution: the token must predate the revocation
+    auth.revoke_refresh_tokens(signed["localId"], app=app)
+    with pytest.raises(auth.RevokedIdTokenError):
+        auth.verify_id_token(id_token, check_revoked=True, app=app)
+    r = rest.session.post(f"{rest.base}/securetoken.googleapis.com/v1/token",
+                          data={"grant_type": "refresh_token", "refresh_token": signed["refreshToken"]})
+    assert r.status_code == 400
+    fresh = rest.v1("signInWithPassword", {"email": auth.get_user(signed["localId"], app=app).email,
+                                           "password": "secret123", "returnSecureToken": True}).json()
+    assert auth.verify_id_token(fresh["idToken"], check_revoked=True, app=app)["uid"] == signed["localId"]
+
+
+def test_disabled_user(app, rest):
+    email = unique_email()
+    signed = rest.sign_up(email, "secret123")
+    auth.update_user(signed["localId"], disabled=True, app=app)
+    with pytest.raises(auth.UserDisabledError):
+        auth.verify_id_token(signed["idToken"], check_revoked=True, app=app)
+    expect_error(rest.v1("signInWithPassword", {"email": email, "password": "secret123"}), "USER_DISABLED")
+
+
+def oob_code(link: str) -> str:
+    return urllib.parse.parse_qs(urllib.parse.urlparse(link).query)["oobCode"][0]
+
+
+def test_password_reset_and_verification_links(app, rest):
+    email = unique_email()
+    signed = rest.sign_up(email, "secret123")
+    link = auth.generate_password_reset_link(email, app=app)
+    r = rest.v1("resetPassword", {"oobCode": oob_code(link), "newPassword": "changed456"})
+    assert r.status_code == 200, r.text
+    assert r.json()["email"] == email and r.json()["requestType"] == "PASSWORD_RESET"
+    expect_error(rest.v1("signInWithPassword", {"email": email, "password": "secret123"}), "INVALID_PASSWORD")
+    assert rest.v1("signInWithPassword", {"email": email, "password": "changed456"}).status_code == 200
+    other = unique_email()
+    rest.sign_up(other, "secret123")
+    link = auth.generate_email_verification_link(other, app=app)
+    assert not auth.get_user_by_email(other, app=app).email_verified
+    r = rest.v1("update", {"oobCode": oob_code(link)})
+    assert r.status_code == 200, r.text
+    assert auth.get_user_by_email(other, app=app).email_verified
+    assert signed["localId"]
+    # A client request for a code leaves it in the emulator's listing and the outbox.
+    r = rest.v1("sendOobCode", {"requestType": "PASSWORD_RESET", "email": email})
+    assert r.status_code == 200 and "oobCode" not in r.json()
+    listed = rest.call(f"/emulator/v1/projects/{PROJECT}/oobCodes", method="GET").json()["oobCodes"]
+    assert any(c["email"] == email and c["requestType"] == "PASSWORD_RESET" for c in listed)
+    outbox = rest.srv.data_dir / "outbox"
+    assert any(email in p.read_text() for p in outbox.glob("*.json"))
+
+
+def sign_in_works(rest, email, password) -> bool:
+    return rest.v1("signInWithPassword", {"email": email, "password": password, "returnSecureToken": True}).status_code == 200
+
+
+def test_import_users_with_hashes(app, rest):
+    password = b"imported-pw"
+    salt = os.urandom(16)
+    signer_key, separator = os.urandom(32), os.urandom(2)
+    cases = []
+    # Firebase's modified scrypt.
+    email = unique_email("scrypt")
+    h = firebase_scrypt(password, salt, signer_key, separator, rounds=8, mem_cost=10)
+    cases.append((email, auth.UserImportHash.scrypt(key=signer_key, rounds=8, memory_cost=10, salt_separator=separator),
+                  auth.ImportUserRecord(uid=f"scrypt-{uuid.uuid4().hex[:8]}", email=email, password_hash=h, password_salt=salt)))
+    # bcrypt (salt inside the hash).
+    email = unique_email("bcrypt")
+    cases.append((email, auth.UserImportHash.bcrypt(),
+                  auth.ImportUserRecord(uid=f"bcrypt-{uuid.uuid4().hex[:8]}", email=email,
+                                        password_hash=bcrypt.hashpw(password, bcrypt.gensalt(rounds=5)))))
+    # PBKDF2-SHA256.
+    email = unique_email("pbkdf2")
+    cases.append((email, auth.UserImportHash.pbkdf2_sha256(rounds=1000),
+                  auth.ImportUserRecord(uid=f"pbkdf2-{uuid.uuid4().hex[:8]}", email=email,
+                                        password_hash=hashlib.pbkdf2_hmac("sha256", password, salt, 1000), password_salt=salt)))
+    # HMAC-SHA256 over password then salt.
+    email = unique_email("hmac")
+    key = os.urandom(32)
+    cases.append((email, auth.UserImportHash.hmac_sha256(key=key),
+                  auth.ImportUserRecord(uid=f"hmac-{uuid.uuid4().hex[:8]}", email=email,
+                                        password_hash=hmac.new(key, password + salt, hashlib.sha256).digest(), password_salt=salt)))
+    for email, hash_alg, record in cases:
+        result = auth.import_users([record], hash_alg=hash_alg, app=app)
+        assert result.success_count == 1 and result.failure_count == 0, [e.reason for e in result.errors]
+        assert not sign_in_works(rest, email, "wrong-password")
+        assert sign_in_works(rest, email, password.decode()), hash_alg
+        assert sign_in_works(rest, email, password.decode())  # again, after the upgrade to native scrypt
+
+
+def test_import_reports_per_user_errors(app):
+    good = auth.ImportUserRecord(uid=f"imp-{uuid.uuid4().hex[:8]}", email=unique_email())
+    dup = auth.ImportUserRecord(uid=f"imp-{uuid.uuid4().hex[:8]}", email=good.email)
+    result = auth.import_users([good, dup], app=app)
+    assert result.success_count == 1 and result.failure_count == 1
+    assert result.errors[0].index == 1
+
+
+def test_session_cookies(app, rest):
+    signed = rest.sign_up(unique_email(), "secret123")
+    cookie = auth.create_session_cookie(signed["idToken"], expires_in=datetime.timedelta(hours=2), app=app)
+    claims = auth.verify_session_cookie(cookie, app=app)
+    assert claims["uid"] == signed["localId"]
+    assert jwt_payload(cookie)["iss"] == f"https://session.firebase.google.com/{PROJECT}"
+    assert claims["exp"] - claims["iat"] == 7200
+    with pytest.raises(ValueError):
+        auth.create_session_cookie(signed["idToken"], expires_in=datetime.timedelta(seconds=10), app=app)
+
+
+def test_delete_users_batch(app):
+    uids = [f"del-{uuid.uuid4().hex[:8]}-{i}" for i in range(3)]
+    for uid in uids:
+        auth.create_user(uid=uid, app=app)
+    result = auth.delete_users(uids + ["missing-uid"], app=app)
+    assert result.success_count == 4 and result.failure_count == 0
+    assert auth.get_users([auth.UidIdentifier(u) for u in uids], app=app).users == []
