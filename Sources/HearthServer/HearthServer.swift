@@ -130,7 +130,12 @@ public struct HearthServer: Sendable {
             store: objects, authenticator: authenticator,
             security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, logger: logger),
             project: configuration.project, logger: logger)
-        let outbox = Outbox(directory: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("outbox"), logger: logger)
+        let outbox = Outbox(
+            directory: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("outbox"), smtp: configuration.smtp,
+            appName: configuration.project, logger: logger)
+        if let smtp = configuration.smtp {
+            logger.notice("auth emails go to an SMTP server", metadata: ["smtp": "\(smtp.description)", "from": "\(smtp.from)"])
+        }
         var services: [any Service] = [
             listener(
                 "auth",

@@ -42,6 +42,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("auth-config"), help: "JSON file with the OpenID Connect providers accounts:signInWithIdp trusts: {\"identityProviders\":[{\"providerId\",\"issuer\",\"clientIds\",\"jwks\"|\"jwksFile\"}]} (see docs/auth.md).")
     var authConfig: String?
 
+    @Option(name: .customLong("smtp-url"), help: "Send the auth port's emails (password reset, verification, sign-in links) through this SMTP server: smtp://[user:password@]host[:port][?starttls=auto|require|never&ca=FILE] or smtps://… (env HEARTH_SMTP_URL). (default: none — emails go to <data-dir>/outbox/)")
+    var smtpURL: String?
+
+    @Option(name: .customLong("mail-from"), help: "Sender address of those emails (env HEARTH_MAIL_FROM). (default: noreply@<project>.firebaseapp.com)")
+    var mailFrom: String?
+
     @Option(name: .customLong("storage-port"), help: "Firebase Storage port (v0 REST and the Cloud Storage JSON API); 0 picks a free port. (default: 9199)")
     var storagePort: Int?
 
@@ -89,6 +95,13 @@ struct Serve: AsyncParsableCommand {
         config.ports["storage"] = storagePort ?? firebase.ports["storage"] ?? ServerConfiguration.defaultPorts["storage"]!
         config.ports["s3"] = s3Port ?? firebase.ports["s3"] ?? ServerConfiguration.defaultPorts["s3"]!
         config.ports["auth"] = authPort ?? firebase.ports["auth"] ?? ServerConfiguration.defaultPorts["auth"]!
+        if let url = smtpURL ?? env["HEARTH_SMTP_URL"] {
+            do {
+                config.smtp = try SMTPMailer(url: url, from: mailFrom ?? env["HEARTH_MAIL_FROM"] ?? "noreply@\(config.project).firebaseapp.com")
+            } catch {
+                throw ValidationError("--smtp-url: \(error.message)")
+            }
+        }
         if let file = authConfig ?? env["HEARTH_AUTH_CONFIG"] {
             config.identityProviders = try AuthConfigFile.load(file)
         }
