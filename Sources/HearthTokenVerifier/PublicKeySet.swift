@@ -53,11 +53,7 @@ public struct PublicKeySet: Sendable {
         return Data(base64Encoded: String(body)).map(Array.init)
     }
 
-    static func base64URLDecode(_ text: String) -> [UInt8]? {
-        var t = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while t.utf8.count % 4 != 0 { t += "=" }
-        return Data(base64Encoded: t).map(Array.init)
-    }
+    static func base64URLDecode(_ text: String) -> [UInt8]? { Base64.urlDecode(text) }
 
     /// The `max-age` of a `Cache-Control` header value, if any.
     public static func maxAge(cacheControl: String?) -> Int64? {

@@ -10,7 +10,8 @@ import _CryptoExtras
 /// - `auth-verify`: one RS256 signature check alone vs `TokenService.verifyIDToken` vs
 ///   `HearthTokenVerifier.TokenVerifier.verify` with a warm key cache;
 /// - `auth-signin`: one scrypt derivation with Hearth's native parameters vs `AuthEngine.signInWithPassword`;
-/// - `auth-refresh`: a raw GRDB point select + update transaction vs `AuthEngine.refresh`;
+/// - `auth-refresh`: a raw GRDB point select + update transaction and one RS256 signature vs
+///   `AuthEngine.refresh` (which does both);
 /// - `auth-signup`: (scrypt baseline above) vs `AuthEngine.signUp` with email and password.
 /// Persistence is real: a `GRDBAuthStore` on a `DatabasePool` with synchronous=FULL under the bench's data dir.
 struct AuthBench {
@@ -94,6 +95,11 @@ struct AuthBench {
                     let v = try Int.fetchOne(db, sql: "SELECT v FROM bench_kv WHERE k = ?", arguments: [k]) ?? 0
                     try db.execute(sql: "UPDATE bench_kv SET v = ? WHERE k = ?", arguments: [v + 1, k])
                 }
+            })
+            let signingKey = try keyRing.activeKey().privateKey
+            let claims = Array(#"{"iss":"https://securetoken.google.com/demo-hearth","aud":"demo-hearth","sub":"bench"}"#.utf8)
+            print(try await measure("baseline: RS256 signature (sign) alone", clients: cpuClients) { _ in
+                _ = try signingKey.signature(for: SHA256.hash(data: claims), padding: .insecurePKCS1v1_5)
             })
             let list = refreshTokens
             print(try await measure("hearth: AuthEngine.refresh", clients: clients) { i in

@@ -212,17 +212,21 @@ public final class AuthEngine: Sendable {
         guard !refreshToken.isEmpty else { throw AuthErrorCode.missingRefreshToken.error() }
         let hash = Self.hashRefreshToken(refreshToken)
         let now = clock.millis()
-        return try await store.write { w in
+        let (account, record) = try await store.write { w in
             guard let record = try w.refreshToken(hash: hash) else { throw AuthErrorCode.invalidRefreshToken.error() }
             guard var account = try w.account(uid: record.uid) else { throw AuthErrorCode.userNotFound.error() }
             guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
             guard record.createdAt >= account.validSince else { throw AuthErrorCode.tokenExpired.error() }
             account.lastRefreshAt = now
             try w.save(account)
-            let extra = try record.extraClaims.map { try JSON.parse($0) }
-            let id = try self.tokens.mintIDToken(for: account, signInProvider: record.signInProvider, authTime: record.authTime, extraClaims: extra)
-            return Session(account: account, idToken: id, refreshToken: refreshToken, expiresIn: TokenService.idTokenLifetime, isNewUser: false)
+            return (account, record)
         }
+        // Signing (an RSA private-key operation) happens outside the write transaction, so
+        // refreshes sign on every core instead of one at a time under the writer's lock. A
+        // revocation committed after the check above is ordered after this refresh.
+        let extra = try record.extraClaims.map { try JSON.parse($0) }
+        let id = try tokens.mintIDToken(for: account, signInProvider: record.signInProvider, authTime: record.authTime, extraClaims: extra)
+        return Session(account: account, idToken: id, refreshToken: refreshToken, expiresIn: TokenService.idTokenLifetime, isNewUser: false)
     }
 
     /// Verifies an ID token; with `checkRevoked`, also that the account exists, is enabled and
