@@ -14,6 +14,9 @@ import Synchronization
 /// 4. `iss` must be `https://securetoken.google.com/<project>`, `aud` the project, `exp` after
 ///    now, `iat` and `auth_time` not after now (each give or take `leeway`), `sub` non-empty
 ///    and at most 128 bytes.
+/// 5. A token whose signature verified is remembered (up to a few thousand), so presenting it
+///    again skips the RSA check; its key must still be published and its claims are checked
+///    again each time.
 public final class TokenVerifier: Sendable {
     public struct Configuration: Sendable {
         public var projectID: String
@@ -25,8 +28,14 @@ public final class TokenVerifier: Sendable {
         public var minimumRefetchInterval: Int64
         /// The issuer expected; Firebase's for the project unless set.
         public var issuer: String
+        /// How many verified tokens to remember (0: verify every signature every time).
+        public var verifiedTokenCacheSize: Int
 
-        public init(projectID: String, leeway: Int64 = 5, defaultMaxAge: Int64 = 3600, minimumRefetchInterval: Int64 = 30, issuer: String? = nil) {
+        public init(
+            projectID: String, leeway: Int64 = 5, defaultMaxAge: Int64 = 3600, minimumRefetchInterval: Int64 = 30, issuer: String? = nil,
+            verifiedTokenCacheSize: Int = 4096
+        ) {
+            self.verifiedTokenCacheSize = verifiedTokenCacheSize
             self.projectID = projectID
             self.leeway = leeway
             self.defaultMaxAge = defaultMaxAge
@@ -46,9 +55,11 @@ public final class TokenVerifier: Sendable {
     /// Seconds since the epoch; injected by tests.
     let now: @Sendable () -> Int64
     let cache = Mutex(Cache())
+    let verified: VerifiedTokenCache<SignedPayload>
 
     public init(configuration: Configuration, source: any PublicKeySource, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
         self.configuration = configuration
+        self.verified = VerifiedTokenCache(capacity: configuration.verifiedTokenCacheSize)
         self.source = source
         self.now = now
     }
@@ -60,6 +71,11 @@ public final class TokenVerifier: Sendable {
 
     /// Verifies `token` and returns who it names, or throws why not.
     public func verify(_ token: String) async throws(TokenVerificationError) -> VerifiedToken {
+        if let seen = verified.value(for: token) {
+            // Verified before: the key must still be published; the claims are checked again.
+            _ = try await publicKey(kid: seen.keyID)
+            return try check(seen.payload, kid: seen.keyID)
+        }
         let jwt = try ParsedToken(token)
         guard jwt.algorithm == "RS256" else { throw .unsupportedAlgorithm(jwt.algorithm) }
         guard let kid = jwt.keyID else { throw .missingKeyID }
@@ -68,7 +84,15 @@ public final class TokenVerifier: Sendable {
         guard key.isValidSignature(sig, for: SHA256.hash(data: jwt.signingInput), padding: .insecurePKCS1v1_5) else {
             throw .invalidSignature
         }
-        return try check(jwt.payload, kid: kid)
+        let result = try check(jwt.payload, kid: kid)
+        verified.insert(SignedPayload(keyID: kid, payload: jwt.payload), for: token)
+        return result
+    }
+
+    /// A token whose signature verified, remembered so its next presentation skips RSA.
+    struct SignedPayload: Sendable {
+        var keyID: String
+        var payload: JSON
     }
 
     /// The claim checks, after the signature.

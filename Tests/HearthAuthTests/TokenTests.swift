@@ -78,6 +78,22 @@ import HearthCore
         try expectSync(.tokenExpired) { try s.verifyIDToken(token) }
     }
 
+    @Test func repeatedTokensSkipTheSignatureButNotTheClock() throws {
+        let s = try service()
+        let token = try s.mintIDToken(for: alice, signInProvider: "password", authTime: clock.seconds)
+        #expect(try s.verifyIDToken(token).uid == alice.uid)
+        #expect(s.verifiedIDTokens.count == 1)
+        #expect(try s.verifyIDToken(token).uid == alice.uid)  // from the cache
+        // Claims are checked on every presentation, cached or not.
+        try expectSync(.invalidIDToken) { try s.verifyIDToken(token, issuer: "https://elsewhere") }
+        // A tampered copy is another string: its signature is checked, and fails.
+        try expectSync(.invalidIDToken) { try s.verifyIDToken(forge(token, payload: { set($0, "role", .string("root")) })) }
+        // Another service (another key ring) does not share the cache.
+        try expectSync(.invalidIDToken) { try service().verifyIDToken(token) }
+        clock.advance(seconds: 3600)
+        try expectSync(.tokenExpired) { try s.verifyIDToken(token) }
+    }
+
     @Test func futureIssuedAtAndBadSubjectRejected() throws {
         let s = try service(allowUnsigned: true)
         let good = try s.mintIDToken(for: alice, signInProvider: "password", authTime: clock.seconds)

@@ -189,6 +189,24 @@ import Testing
         #expect(source.fetches == 2)
     }
 
+    @Test func aRememberedTokenStillNeedsItsKeyPublished() async throws {
+        let issuer = try Issuer()
+        let source = CountingKeySource(document: issuer.jwks, maxAge: 100)
+        let verifier = issuer.verifier(source: source, minimumRefetchInterval: 30)
+        let token = try issuer.token()
+        let kid = try issuer.keyRing.activeKey().kid
+        _ = try await verifier.verify(token)
+        _ = try await verifier.verify(token)  // remembered: no new fetch, no RSA
+        #expect(source.fetches == 1)
+        #expect(verifier.verified.count == 1)
+        // The key is withdrawn (another one published); once the key cache expires the
+        // remembered token fails too.
+        source.replace(try Issuer(clock: issuer.clock).jwks)
+        issuer.clock.advance(100)
+        await #expect(throws: TokenVerificationError.unknownKeyID(kid)) { try await verifier.verify(token) }
+        #expect(source.fetches == 2)
+    }
+
     @Test func keyDocumentErrors() throws {
         #expect(throws: TokenVerificationError.self) { try PublicKeySet.parse(Array("[]".utf8)) }
         #expect(throws: TokenVerificationError.self) { try PublicKeySet.parse(Array("{\"keys\":[]}".utf8)) }

@@ -56,11 +56,14 @@ public final class TokenService: Sendable {
     public let customTokenSigners: [CustomTokenSigner]
     /// Allowed clock difference for `iat`/`auth_time` in the future, seconds.
     public let clockSkew: Int64
+    /// ID tokens whose signature verified (their claims are rechecked on each presentation).
+    let verifiedIDTokens: VerifiedTokenCache<SignedPayload>
 
     public init(
         projectID: String, keyRing: KeyRing, clock: AuthClock = .system, allowUnsigned: Bool = false,
-        customTokenSigners: [CustomTokenSigner] = [], clockSkew: Int64 = 0
+        customTokenSigners: [CustomTokenSigner] = [], clockSkew: Int64 = 0, verifiedTokenCacheSize: Int = 4096
     ) {
+        self.verifiedIDTokens = VerifiedTokenCache(capacity: verifiedTokenCacheSize)
         self.projectID = projectID
         self.keyRing = keyRing
         self.clock = clock
@@ -128,9 +131,26 @@ public final class TokenService: Sendable {
     /// disabled, deleted) needs the account and is the engine's `verifyIDToken(_:checkRevoked:)`.
     public func verifyIDToken(_ token: String, issuer expectedIssuer: String? = nil) throws(HearthError) -> VerifiedIDToken {
         let invalid = AuthErrorCode.invalidIDToken
+        if let seen = verifiedIDTokens.value(for: token), keyRing.publicKey(kid: seen.keyID) != nil {
+            return try checkClaims(seen.payload, token: token, signed: true, issuer: expectedIssuer)
+        }
         guard let jwt = JWT.parse(token) else { throw invalid.error() }
         let signed = try checkSignature(jwt, invalid: invalid) { kid in kid.flatMap { keyRing.publicKey(kid: $0) }.map { [$0] } ?? [] }
-        let c = jwt.payload
+        let verified = try checkClaims(jwt.payload, token: token, signed: signed, issuer: expectedIssuer)
+        if signed, let kid = jwt.keyID { verifiedIDTokens.insert(SignedPayload(keyID: kid, payload: jwt.payload), for: token) }
+        return verified
+    }
+
+    /// A token whose RS256 signature verified, remembered for its next presentation.
+    struct SignedPayload: Sendable {
+        var keyID: String
+        var payload: JSON
+    }
+
+    /// The checks of an ID token's claims after its signature (redone on every presentation:
+    /// they depend on the time).
+    func checkClaims(_ c: JSON, token: String, signed: Bool, issuer expectedIssuer: String?) throws(HearthError) -> VerifiedIDToken {
+        let invalid = AuthErrorCode.invalidIDToken
         guard c["aud"]?.stringValue == projectID else { throw invalid.error("Firebase ID token has incorrect \"aud\" (audience) claim.") }
         guard c["iss"]?.stringValue == (expectedIssuer ?? issuer) else {
             throw invalid.error("Firebase ID token has incorrect \"iss\" (issuer) claim.")
