@@ -99,4 +99,19 @@ public enum Base64 {
         }
         return out
     }
+
+    /// A compact JWS (`header.payload.signature`, base64url each) split and decoded, with the
+    /// signing input (`header.payload` as sent); nil unless exactly three valid segments.
+    public static func jwsSegments(_ token: String) -> (header: [UInt8], payload: [UInt8], signature: [UInt8], signingInput: [UInt8])? {
+        let bytes = Array(token.utf8)
+        guard let first = bytes.firstIndex(of: UInt8(ascii: ".")),
+            let second = bytes[(first + 1)...].firstIndex(of: UInt8(ascii: ".")),
+            !bytes[(second + 1)...].contains(UInt8(ascii: "."))
+        else { return nil }
+        guard let h = decodeDigits(Array(bytes[..<first]), urlOnly: true),
+            let p = decodeDigits(Array(bytes[(first + 1)..<second]), urlOnly: true),
+            let s = decodeDigits(Array(bytes[(second + 1)...]), urlOnly: true)
+        else { return nil }
+        return (h, p, s, Array(bytes[..<second]))
+    }
 }

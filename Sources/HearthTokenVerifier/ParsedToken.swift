@@ -9,17 +9,14 @@ struct ParsedToken {
     var signature: [UInt8]
 
     init(_ token: String) throws(TokenVerificationError) {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, token.utf8.count <= 16 * 1024,
-            let h = PublicKeySet.base64URLDecode(String(parts[0])), let p = PublicKeySet.base64URLDecode(String(parts[1])),
-            let s = PublicKeySet.base64URLDecode(String(parts[2])),
-            let header = try? JSON.parse(h), header.objectValue != nil,
-            let payload = try? JSON.parse(p), payload.objectValue != nil
+        guard token.utf8.count <= 16 * 1024, let segments = Base64.jwsSegments(token),
+            let header = try? JSON.parse(segments.header), header.objectValue != nil,
+            let payload = try? JSON.parse(segments.payload), payload.objectValue != nil
         else { throw .malformed }
         self.header = header
         self.payload = payload
-        self.signingInput = Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8)
-        self.signature = s
+        self.signingInput = segments.signingInput
+        self.signature = segments.signature
     }
 
     var algorithm: String? { header["alg"]?.stringValue }

@@ -11,13 +11,11 @@ public struct JWT: Sendable {
 
     /// Splits and decodes a compact JWT; nil if it is not one.
     public static func parse(_ token: String) -> JWT? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, token.utf8.count <= 16 * 1024,
-            let h = Base64.urlDecode(parts[0]), let p = Base64.urlDecode(parts[1]), let s = Base64.urlDecode(parts[2]),
-            let header = try? JSON.parse(h), header.objectValue != nil,
-            let payload = try? JSON.parse(p), payload.objectValue != nil
+        guard token.utf8.count <= 16 * 1024, let segments = Base64.jwsSegments(token),
+            let header = try? JSON.parse(segments.header), header.objectValue != nil,
+            let payload = try? JSON.parse(segments.payload), payload.objectValue != nil
         else { return nil }
-        return JWT(header: header, payload: payload, signingInput: Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8), signature: s)
+        return JWT(header: header, payload: payload, signingInput: segments.signingInput, signature: segments.signature)
     }
 
     /// Serialises header and payload and appends the signature `sign` makes over them.

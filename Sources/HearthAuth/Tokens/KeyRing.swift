@@ -35,7 +35,15 @@ public final class KeyRing: Sendable {
         /// Seconds since the epoch at which this key starts signing.
         public let activatesAt: Int64
         public let privateKey: _RSA.Signing.PrivateKey
-        public var publicKey: _RSA.Signing.PublicKey { privateKey.publicKey }
+        /// Derived once: deriving it per verification copies the key in BoringSSL.
+        public let publicKey: _RSA.Signing.PublicKey
+
+        init(kid: String, activatesAt: Int64, privateKey: _RSA.Signing.PrivateKey) {
+            self.kid = kid
+            self.activatesAt = activatesAt
+            self.privateKey = privateKey
+            self.publicKey = privateKey.publicKey
+        }
     }
 
     public let policy: Policy
