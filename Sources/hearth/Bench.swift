@@ -25,8 +25,9 @@ struct Bench: AsyncParsableCommand {
             REST without rules and with an owner-check rule, same server, same run), read (point gets over \
             REST), query (a 20-document query page from collections of --small and --large documents), \
             storage (100 MiB through Firebase Storage v0 and S3 next to a same-run disk copy; 4 KiB S3 \
-            PUT/GET with 32 clients). \
-            Clients run in this process against an in-process server on 127.0.0.1.
+            PUT/GET with 32 clients, and 4 KiB GETs through presigned URLs from wrk, next to the bare \
+            HTTP stack under wrk, when wrk is installed). \
+            Clients run in this process against an in-process server on 127.0.0.1, except wrk.
             """
     )
 
@@ -98,7 +99,10 @@ struct Bench: AsyncParsableCommand {
         try await withServer(server) { ports in
             let base = "http://127.0.0.1:\(ports["firestore"] ?? 0)/v1/projects/demo-hearth/databases/(default)/documents"
             if selected.contains("storage") {
-                try await StorageBench(load: load, dir: dir).run(storagePort: ports["storage"] ?? 0, s3Port: ports["s3"] ?? 0)
+                try await withMinimalServer(logger: logger) { pingPort in
+                    try await StorageBench(load: load, dir: dir, objects: server.objects, pingPort: pingPort)
+                        .run(storagePort: ports["storage"] ?? 0, s3Port: ports["s3"] ?? 0)
+                }
             }
             if selected.contains("write") || selected.contains("read") {
                 let body = Bench.documentBody(0)

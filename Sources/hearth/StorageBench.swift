@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HearthStorage
 import NIOCore
 import NIOHTTP1
 
@@ -9,6 +10,10 @@ import NIOHTTP1
 struct StorageBench {
     let load: Load
     let dir: String
+    /// The server's object store (for a signing key).
+    let objects: ObjectStore
+    /// A minimal Hummingbird route: the HTTP stack's own rate, measured by the same load generator.
+    let pingPort: Int
     static let largeSize = 100 * 1024 * 1024
     static let runs = 3
 
@@ -47,6 +52,19 @@ struct StorageBench {
         let clients = Load(client: load.client, clients: 32, duration: load.duration)
         print(try await clients.run("s3: PUT 4 KiB, 32 clients") { i in (HTTPMethod.PUT, "\(s3)/small/\(i)", small) })
         print(try await clients.run("s3: GET 4 KiB, 32 clients") { i in (HTTPMethod.GET, "\(s3)/small/\(1 + abs(i) % 500)", Optional<ByteBuffer>.none) })
+        if let wrk = Wrk.find() {
+            // Load from another process: GETs through presigned URLs (SigV4 in the query, the
+            // way apps hand out media), next to the bare HTTP stack under the same generator.
+            let key = try await objects.createAccessKey(note: "hearth bench")
+            let presigner = S3Presigner(
+                endpoint: URL(string: "http://127.0.0.1:\(s3Port)")!, region: "us-east-1", accessKeyID: key.id, secretAccessKey: key.secret)
+            let urls = try (1...500).map { try presigner.presignedURL(method: "GET", bucket: "storage-bench", key: "small/\($0)", expires: 3600) }
+            let ping = [URL(string: "http://127.0.0.1:\(pingPort)/ping")!]
+            print(try wrk.run("baseline: HTTP stack, minimal route (wrk)", urls: ping, connections: 32, duration: load.duration, scratch: dir))
+            print(try wrk.run("s3: GET 4 KiB presigned, 32 conns (wrk)", urls: urls, connections: 32, duration: load.duration, scratch: dir))
+        } else {
+            FileHandle.standardError.write(Data("  wrk is not installed: skipping the out-of-process small-GET load (apt-get install wrk)\n".utf8))
+        }
         try? FileManager.default.removeItem(atPath: source)
         try? FileManager.default.removeItem(atPath: dir + "/storage-bench-copy.bin")
     }

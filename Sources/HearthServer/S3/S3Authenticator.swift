@@ -99,6 +99,22 @@ struct S3Authenticator: Sendable {
                 payloadHash: headers["x-amz-content-sha256"] ?? SigV4.unsignedPayload)
             return Caller(key: key, payload: .raw)
         }
+        if let accessKeyID = q["AWSAccessKeyId"] {
+            // Signature version 2 in the query (boto3's default for presigned S3 URLs).
+            guard let signature = q["Signature"], let expiresText = q["Expires"], let expires = Int64(expiresText) else {
+                throw S3Error.named("AccessDenied", "Query-string authentication requires the Signature, Expires and AWSAccessKeyId parameters")
+            }
+            if Self.now() > expires { throw S3Error.named("AccessDenied", "Request has expired") }
+            guard let key = try await store.accessKey(accessKeyID), !key.revoked else {
+                if emulator { return Caller(key: nil, payload: .raw) }
+                throw S3Error.named("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
+            }
+            let sts = SigV2.stringToSign(method: request.method.rawValue, path: request.uri.path, query: query, headers: headers, expires: expiresText)
+            guard SigV4.equal(SigV2.signature(secret: key.secret, stringToSign: sts), signature) else {
+                throw S3Error.named("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
+            }
+            return Caller(key: key, payload: .raw)
+        }
         guard emulator else { throw S3Error.named("AccessDenied", "Access Denied: the request is not signed.") }
         return Caller(key: nil, payload: try payloadMode(headers["x-amz-content-sha256"] ?? SigV4.unsignedPayload, signingKey: nil, amzDate: "", scope: nil, seed: ""))
     }

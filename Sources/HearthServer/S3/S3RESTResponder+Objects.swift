@@ -110,6 +110,13 @@ extension S3RESTResponder {
         return Response(status: .ok, headers: [.eTag: "\"\(o.etag)\"", .contentLength: "0"])
     }
 
+    /// GET's query parameters that replace a response header.
+    static let responseOverrides: [String: HTTPField.Name] = [
+        "response-content-type": .contentType, "response-content-language": .contentLanguage, "response-expires": .expires,
+        "response-cache-control": .cacheControl, "response-content-disposition": .contentDisposition,
+        "response-content-encoding": .contentEncoding,
+    ]
+
     func getObject(_ request: Request, bucket: String, key: String) async throws -> Response {
         guard let o = try await store.object(bucket, key) else {
             if try await store.bucket(bucket) == nil { throw S3Error.named("NoSuchBucket", "The specified bucket does not exist.", resource: "/\(bucket)") }
@@ -124,6 +131,14 @@ extension S3RESTResponder {
         if let v = o.contentEncoding { headers[.contentEncoding] = v }
         if let v = o.contentLanguage { headers[.contentLanguage] = v }
         for (k, v) in o.custom { headers[HTTPField.Name("x-amz-meta-\(k)")!] = v }
+        // Response overrides (`response-content-type=…`, as presigned download links use them).
+        for (name, value) in try S3Authenticator.query(request) {
+            guard let field = Self.responseOverrides[name] else { continue }
+            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw S3Error.named("InvalidArgument", "\(name) must not contain control characters.")
+            }
+            headers[field] = value
+        }
         // Conditional requests (RFC 9110 order: If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since).
         let modified = o.updated.seconds
         if let m = request.headers[.ifMatch], !m.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).contains(where: { $0 == etag || $0 == "*" }) {

@@ -1,3 +1,4 @@
+import Synchronization
 import HearthCore
 public import HearthStorage
 public import Hummingbird
@@ -25,7 +26,7 @@ public struct S3RESTResponder: HTTPResponder {
     }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
-        let requestID = FilesystemBlobStore.newID().uppercased()
+        let requestID = S3RequestIDs.next()
         let head = request.method == .head
         do {
             var r = try await route(request)
@@ -200,7 +201,9 @@ public struct S3RESTResponder: HTTPResponder {
         let (y, m, d) = CivilCalendar.civil(days: days)
         let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][Int(((days % 7) + 7) % 7)]
         let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][Int(m - 1)]
-        return String(format: "%@, %02lld %@ %04lld %02lld:%02lld:%02lld GMT", weekday, d, month, y, rem / 3600, rem / 60 % 60, rem % 60)
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let year = y < 1000 ? String(repeating: "0", count: 4 - "\(y)".count) + "\(y)" : "\(y)"
+        return "\(weekday), \(two(d)) \(month) \(year) \(two(rem / 3600)):\(two(rem / 60 % 60)):\(two(rem % 60)) GMT"
     }
 
     static func parseHTTPDate(_ s: String) -> Int64? {
@@ -223,5 +226,17 @@ public struct S3RESTResponder: HTTPResponder {
         }
         try decoder.finish(decodedLengthHeader: nil)
         return out
+    }
+}
+
+/// `x-amz-request-id` values: a random prefix chosen at start and a counter — unique per
+/// process run without a random draw per request.
+enum S3RequestIDs {
+    static let prefix = String(UInt64.random(in: 1 << 60..<UInt64.max), radix: 36, uppercase: true)
+    static let counter = Atomic<UInt64>(0)
+
+    static func next() -> String {
+        let n = counter.add(1, ordering: .relaxed).newValue
+        return prefix + String(n, radix: 36, uppercase: true)
     }
 }

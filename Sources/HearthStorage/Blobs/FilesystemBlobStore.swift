@@ -19,11 +19,14 @@ private func sysClose(_ fd: Int32) { _ = Darwin.close(fd) }
 public final class FilesystemBlobStore: BlobStore {
     public let root: URL
     let blobs: URL
+    /// `blobs.path`, for building blob paths without URL work on every read.
+    let blobsPath: String
     let tmp: URL
 
     public init(root: URL) throws(HearthError) {
         self.root = root
         blobs = root.appendingPathComponent("blobs")
+        blobsPath = blobs.path
         tmp = root.appendingPathComponent("tmp")
         do {
             try FileManager.default.createDirectory(at: blobs, withIntermediateDirectories: true)
@@ -38,17 +41,27 @@ public final class FilesystemBlobStore: BlobStore {
     }
 
     public static func newID() -> String {
+        // 130 random bits from two draws (each draw is a getrandom call), 5 bits per character.
         var rng = SystemRandomNumberGenerator()
-        let alphabet = Array("0123456789abcdefghijklmnopqrstuv".utf8)
-        return String(decoding: (0..<26).map { _ in alphabet[Int(rng.next() % 32)] }, as: UTF8.self)
+        var a = rng.next() as UInt64, b = rng.next() as UInt64
+        return String(unsafeUninitializedCapacity: 26) { out in
+            for i in 0..<26 {
+                let source = i < 13 ? a : b
+                out[i] = alphabet[Int(source & 31)]
+                if i < 13 { a >>= 5 } else { b >>= 5 }
+            }
+            return 26
+        }
     }
+
+    static let alphabet = Array("0123456789abcdefghijklmnopqrstuv".utf8)
 
     /// `blobs/<first two characters>/<id>`; ids are validated so they cannot name anything else.
     func path(_ id: String) throws(HearthError) -> String {
         guard id.utf8.count == 26, id.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 118) }) else {
             throw HearthError(.internal, "Invalid blob id.")
         }
-        return blobs.appendingPathComponent(String(id.prefix(2))).appendingPathComponent(id).path
+        return "\(blobsPath)/\(id.prefix(2))/\(id)"
     }
 
     public func makeWriter() throws(HearthError) -> any BlobWriter { try makeFileWriter() }

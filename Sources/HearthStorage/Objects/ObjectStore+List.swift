@@ -66,7 +66,7 @@ extension ObjectStore {
             while objects.count + prefixes.count < limit {
                 let op = lowerInclusive ? ">=" : ">"
                 let rows = try Row.fetchAll(
-                    db, sql: "SELECT * FROM storage_objects WHERE bucket = ? AND name \(op) ? ORDER BY name LIMIT ?",
+                    db.cachedStatement(sql: "SELECT \(Self.objectColumns) FROM storage_objects WHERE bucket = ? AND name \(op) ? ORDER BY name LIMIT ?"),
                     arguments: [bucket, lower, limit + 1])
                 if rows.isEmpty { return ListResult(objects: objects, prefixes: prefixes, next: nil) }
                 var seeked = false
@@ -97,7 +97,7 @@ extension ObjectStore {
             }
             // Full page: is there anything after it?
             let more = try Row.fetchOne(
-                db, sql: "SELECT name FROM storage_objects WHERE bucket = ? AND name \(lowerInclusive ? ">=" : ">") ? ORDER BY name LIMIT 1",
+                db.cachedStatement(sql: "SELECT name FROM storage_objects WHERE bucket = ? AND name \(lowerInclusive ? ">=" : ">") ? ORDER BY name LIMIT 1"),
                 arguments: [bucket, lower])
             if let more, let name = more[0] as String?, name.hasPrefix(request.prefix), request.endOffset.map({ name < $0 }) ?? true {
                 return ListResult(objects: objects, prefixes: prefixes, next: last)

@@ -101,7 +101,7 @@ public final class ObjectStore: Sendable {
         try StorageNames.validateBucket(name)
         let created = Self.now()
         return try await writer.write { db in
-            if let row = try Row.fetchOne(db, sql: "SELECT created_us FROM storage_buckets WHERE name = ?", arguments: [name]) {
+            if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT created_us FROM storage_buckets WHERE name = ?"), arguments: [name]) {
                 if ifMissing { return Bucket(name: name, created: Timestamp(microseconds: row[0])) }
                 throw HearthError(.alreadyExists, "The bucket \(name) already exists.")
             }
@@ -112,14 +112,14 @@ public final class ObjectStore: Sendable {
 
     public func bucket(_ name: String) async throws -> Bucket? {
         try await writer.read { db in
-            try Row.fetchOne(db, sql: "SELECT created_us FROM storage_buckets WHERE name = ?", arguments: [name])
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT created_us FROM storage_buckets WHERE name = ?"), arguments: [name])
                 .map { Bucket(name: name, created: Timestamp(microseconds: $0[0])) }
         }
     }
 
     public func buckets() async throws -> [Bucket] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, created_us FROM storage_buckets ORDER BY name").map {
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT name, created_us FROM storage_buckets ORDER BY name")).map {
                 Bucket(name: $0[0], created: Timestamp(microseconds: $0[1]))
             }
         }
@@ -128,10 +128,10 @@ public final class ObjectStore: Sendable {
     /// Deletes an empty bucket: NOT_FOUND if missing, FAILED_PRECONDITION if it holds objects.
     public func deleteBucket(_ name: String) async throws {
         try await writer.write { db in
-            guard try Row.fetchOne(db, sql: "SELECT 1 FROM storage_buckets WHERE name = ?", arguments: [name]) != nil else {
+            guard try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_buckets WHERE name = ?"), arguments: [name]) != nil else {
                 throw HearthError(.notFound, "The bucket \(name) does not exist.")
             }
-            if try Row.fetchOne(db, sql: "SELECT 1 FROM storage_objects WHERE bucket = ? LIMIT 1", arguments: [name]) != nil {
+            if try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_objects WHERE bucket = ? LIMIT 1"), arguments: [name]) != nil {
                 throw HearthError(.failedPrecondition, "The bucket \(name) is not empty.")
             }
             try db.execute(sql: "DELETE FROM storage_buckets WHERE name = ?", arguments: [name])
@@ -139,7 +139,7 @@ public final class ObjectStore: Sendable {
     }
 
     func requireBucket(_ db: Database, _ name: String) throws {
-        guard try Row.fetchOne(db, sql: "SELECT 1 FROM storage_buckets WHERE name = ?", arguments: [name]) != nil else {
+        guard try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_buckets WHERE name = ?"), arguments: [name]) != nil else {
             throw HearthError(.notFound, "The bucket \(name) does not exist.")
         }
     }
@@ -151,7 +151,7 @@ public final class ObjectStore: Sendable {
     }
 
     static func fetch(_ db: Database, _ bucket: String, _ name: String) throws -> StorageObject? {
-        try Row.fetchOne(db, sql: "SELECT * FROM storage_objects WHERE bucket = ? AND name = ?", arguments: [bucket, name]).map(decode)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(objectColumns) FROM storage_objects WHERE bucket = ? AND name = ?"), arguments: [bucket, name]).map(decode)
     }
 
     /// Starts writing new bytes; hand the finished writer to ``commit(_:bucket:name:attributes:preconditions:etag:)``.
@@ -203,8 +203,8 @@ public final class ObjectStore: Sendable {
 
     /// The blob id if no object refers to it any more (checked inside the write transaction).
     static func unreferenced(_ db: Database, _ blobID: String) throws -> String? {
-        if try Row.fetchOne(db, sql: "SELECT 1 FROM storage_objects WHERE blob_id = ? LIMIT 1", arguments: [blobID]) != nil { return nil }
-        if try Row.fetchOne(db, sql: "SELECT 1 FROM storage_parts WHERE blob_id = ? LIMIT 1", arguments: [blobID]) != nil { return nil }
+        if try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_objects WHERE blob_id = ? LIMIT 1"), arguments: [blobID]) != nil { return nil }
+        if try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_parts WHERE blob_id = ? LIMIT 1"), arguments: [blobID]) != nil { return nil }
         return blobID
     }
 
@@ -335,19 +335,28 @@ public final class ObjectStore: Sendable {
             ])
     }
 
+    /// The columns ``decode(_:)`` reads, by position (name lookups cost more than the query).
+    static let objectColumns = """
+        bucket, name, generation, metageneration, size, content_type, md5, crc32c, etag, created_us, updated_us, \
+        cache_control, content_disposition, content_encoding, content_language, custom, download_tokens, blob_id
+        """
+
+    /// A row of ``objectColumns``.
     static func decode(_ row: Row) -> StorageObject {
         var custom: [String: String] = [:]
-        if let json = try? JSON.parse(Array((row["custom"] as String).utf8)) {
+        let customText: String = row[15]
+        if customText != "{}", let json = try? JSON.parse(Array(customText.utf8)) {
             for (k, v) in json.objectValue ?? [] { custom[k] = v.stringValue }
         }
-        let tokens = (try? JSON.parse(Array((row["download_tokens"] as String).utf8)))?.arrayValue?.compactMap(\.stringValue) ?? []
-        let md5: Data = row["md5"]
-        let crc: Int64 = row["crc32c"]
+        let tokensText: String = row[16]
+        let tokens = tokensText == "[]" ? [] : (try? JSON.parse(Array(tokensText.utf8)))?.arrayValue?.compactMap(\.stringValue) ?? []
+        let md5: Data = row[6]
+        let crc: Int64 = row[7]
         return StorageObject(
-            bucket: row["bucket"], name: row["name"], generation: row["generation"], metageneration: row["metageneration"],
-            size: row["size"], contentType: row["content_type"], md5: Array(md5), crc32c: UInt32(truncatingIfNeeded: crc),
-            etag: row["etag"], created: Timestamp(microseconds: row["created_us"]), updated: Timestamp(microseconds: row["updated_us"]),
-            cacheControl: row["cache_control"], contentDisposition: row["content_disposition"], contentEncoding: row["content_encoding"],
-            contentLanguage: row["content_language"], custom: custom, downloadTokens: tokens, blobID: row["blob_id"])
+            bucket: row[0], name: row[1], generation: row[2], metageneration: row[3],
+            size: row[4], contentType: row[5], md5: Array(md5), crc32c: UInt32(truncatingIfNeeded: crc),
+            etag: row[8], created: Timestamp(microseconds: row[9]), updated: Timestamp(microseconds: row[10]),
+            cacheControl: row[11], contentDisposition: row[12], contentEncoding: row[13],
+            contentLanguage: row[14], custom: custom, downloadTokens: tokens, blobID: row[17])
     }
 }

@@ -44,7 +44,7 @@ extension ObjectStore {
     public func multipartUpload(_ id: String, bucket: String, key: String) async throws -> MultipartUpload? {
         try await writer.read { db in
             try Row.fetchOne(
-                db, sql: "SELECT * FROM storage_multipart WHERE upload_id = ? AND bucket = ? AND name = ?", arguments: [id, bucket, key]
+                db.cachedStatement(sql: "SELECT * FROM storage_multipart WHERE upload_id = ? AND bucket = ? AND name = ?"), arguments: [id, bucket, key]
             ).map { row in
                 MultipartUpload(
                     id: id, bucket: bucket, key: key, attributes: Self.decodeAttributes(row["attributes"]),
@@ -64,11 +64,11 @@ extension ObjectStore {
         let old: String?
         do {
             old = try await self.writer.write { db in
-                guard try Row.fetchOne(db, sql: "SELECT 1 FROM storage_multipart WHERE upload_id = ?", arguments: [upload.id]) != nil else {
+                guard try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_multipart WHERE upload_id = ?"), arguments: [upload.id]) != nil else {
                     throw HearthError(.notFound, "The specified multipart upload does not exist.")
                 }
                 let previous = try String.fetchOne(
-                    db, sql: "SELECT blob_id FROM storage_parts WHERE upload_id = ? AND part_number = ?", arguments: [upload.id, number])
+                    db.cachedStatement(sql: "SELECT blob_id FROM storage_parts WHERE upload_id = ? AND part_number = ?"), arguments: [upload.id, number])
                 try db.execute(
                     sql: """
                         INSERT OR REPLACE INTO storage_parts(upload_id, part_number, size, md5, blob_id, modified_us)
@@ -87,7 +87,7 @@ extension ObjectStore {
 
     public func parts(_ upload: MultipartUpload) async throws -> [UploadedPart] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM storage_parts WHERE upload_id = ? ORDER BY part_number", arguments: [upload.id]).map {
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM storage_parts WHERE upload_id = ? ORDER BY part_number"), arguments: [upload.id]).map {
                 let md5: Data = $0["md5"]
                 return UploadedPart(
                     number: $0["part_number"], size: $0["size"], md5: Array(md5), modified: Timestamp(microseconds: $0["modified_us"]),
@@ -137,7 +137,7 @@ extension ObjectStore {
 
     func removeUpload(_ upload: MultipartUpload) async throws {
         let blobIDs: [String] = try await writer.write { db in
-            let ids = try String.fetchAll(db, sql: "SELECT blob_id FROM storage_parts WHERE upload_id = ?", arguments: [upload.id])
+            let ids = try String.fetchAll(db.cachedStatement(sql: "SELECT blob_id FROM storage_parts WHERE upload_id = ?"), arguments: [upload.id])
             try db.execute(sql: "DELETE FROM storage_parts WHERE upload_id = ?", arguments: [upload.id])
             try db.execute(sql: "DELETE FROM storage_multipart WHERE upload_id = ?", arguments: [upload.id])
             return ids

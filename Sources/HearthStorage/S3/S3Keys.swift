@@ -42,11 +42,11 @@ extension ObjectStore {
     }
 
     public func accessKeys() async throws -> [S3AccessKey] {
-        try await writer.read { db in try Row.fetchAll(db, sql: "SELECT * FROM storage_s3_keys ORDER BY created_us").map(Self.decodeKey) }
+        try await writer.read { db in try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM storage_s3_keys ORDER BY created_us")).map(Self.decodeKey) }
     }
 
     public func accessKey(_ id: String) async throws -> S3AccessKey? {
-        try await writer.read { db in try Row.fetchOne(db, sql: "SELECT * FROM storage_s3_keys WHERE id = ?", arguments: [id]).map(Self.decodeKey) }
+        try await writer.read { db in try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM storage_s3_keys WHERE id = ?"), arguments: [id]).map(Self.decodeKey) }
     }
 
     /// Revokes a key: requests signed with it fail from now on. NOT_FOUND if there is no such key.
