@@ -1,5 +1,6 @@
 public import HearthCore
 public import GRDB
+import Synchronization
 public import Foundation
 
 /// Buckets and objects: metadata in SQLite (GRDB), bytes in a ``BlobStore``. Knows nothing
@@ -10,6 +11,9 @@ public import Foundation
 public final class ObjectStore: Sendable {
     public let writer: any DatabaseWriter
     public let blobs: any BlobStore
+    /// Access keys read in the last second (every signed S3 request needs its key; the CLI
+    /// may revoke one from another process, so entries are trusted for one second only).
+    let accessKeyCache = Mutex<[String: (key: S3AccessKey?, read: ContinuousClock.Instant)]>([:])
 
     public init(writer: any DatabaseWriter, blobs: any BlobStore) throws {
         self.writer = writer

@@ -38,6 +38,7 @@ extension ObjectStore {
                 sql: "INSERT INTO storage_s3_keys(id, secret, buckets, created_us, revoked, note) VALUES (?, ?, ?, ?, 0, ?)",
                 arguments: [key.id, key.secret, buckets.joined(separator: ","), key.created.microseconds, note])
         }
+        accessKeyCache.withLock { _ = $0.removeValue(forKey: key.id) }
         return key
     }
 
@@ -45,8 +46,20 @@ extension ObjectStore {
         try await writer.read { db in try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM storage_s3_keys ORDER BY created_us")).map(Self.decodeKey) }
     }
 
+    /// The key with this id (nil if none). Answers from memory for a second after reading it,
+    /// so a revocation by `hearth admin s3-keys revoke` in another process takes effect within
+    /// a second; one made through this store, at once.
     public func accessKey(_ id: String) async throws -> S3AccessKey? {
-        try await writer.read { db in try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM storage_s3_keys WHERE id = ?"), arguments: [id]).map(Self.decodeKey) }
+        let now = ContinuousClock.now
+        if let hit = accessKeyCache.withLock({ $0[id] }), now - hit.read < .seconds(1) { return hit.key }
+        let key = try await writer.read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM storage_s3_keys WHERE id = ?"), arguments: [id]).map(Self.decodeKey)
+        }
+        accessKeyCache.withLock { cache in
+            if cache.count >= 1024 { cache.removeAll(keepingCapacity: true) }  // a flood of unknown ids stays bounded
+            cache[id] = (key, now)
+        }
+        return key
     }
 
     /// Revokes a key: requests signed with it fail from now on. NOT_FOUND if there is no such key.
@@ -55,6 +68,7 @@ extension ObjectStore {
             try db.execute(sql: "UPDATE storage_s3_keys SET revoked = 1 WHERE id = ?", arguments: [id])
             if db.changesCount == 0 { throw HearthError(.notFound, "No access key \(id).") }
         }
+        accessKeyCache.withLock { _ = $0.removeValue(forKey: id) }
     }
 
     static func decodeKey(_ row: Row) -> S3AccessKey {
