@@ -1,6 +1,7 @@
 public import HearthCore
 import Crypto
 import Foundation
+import Synchronization
 
 /// AWS Signature Version 4 for S3: canonical requests, signing keys, and the signatures of
 /// headers, presigned query strings, presigned POST policies and `aws-chunked` payload chunks.
@@ -42,25 +43,38 @@ public enum SigV4 {
     }
 
     public static func signingKey(secret: String, scope: Scope) -> [UInt8] {
+        // Four HMACs that only change with the day: remembered per secret and scope.
+        let cacheKey = "\(secret)\n\(scope.text)"
+        if let known = signingKeys.withLock({ $0[cacheKey] }) { return known }
         let kDate = hmac(Array("AWS4\(secret)".utf8), scope.date)
         let kRegion = hmac(kDate, scope.region)
         let kService = hmac(kRegion, scope.service)
-        return hmac(kService, "aws4_request")
+        let key = hmac(kService, "aws4_request")
+        signingKeys.withLock { cache in
+            if cache.count >= 256 { cache.removeAll(keepingCapacity: true) }
+            cache[cacheKey] = key
+        }
+        return key
     }
+
+    static let signingKeys = Mutex<[String: [UInt8]]>([:])
 
     /// RFC 3986 encoding as AWS wants it: everything but `A-Z a-z 0-9 - _ . ~` is `%XX`
     /// (and `/` too, unless `keepSlash`).
     public static func uriEncode(_ s: String, keepSlash: Bool = false) -> String {
-        var out = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count + 8)
         for b in s.utf8 {
             switch b {
-            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x5F, 0x2E, 0x7E: out.unicodeScalars.append(UnicodeScalar(b))
-            case 0x2F where keepSlash: out.append("/")
-            default: out += String(format: "%%%02X", b)
+            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x5F, 0x2E, 0x7E: out.append(b)
+            case 0x2F where keepSlash: out.append(b)
+            default: out += [UInt8(ascii: "%"), upperHex[Int(b >> 4)], upperHex[Int(b & 15)]]
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
+
+    static let upperHex = Array("0123456789ABCDEF".utf8)
 
     /// The canonical request. `path` is decoded (it is re-encoded here once, as S3 does);
     /// `query` holds decoded pairs; `headers` maps lower-case names to values.
