@@ -132,7 +132,8 @@ extension S3RESTResponder {
         if let v = o.contentLanguage { headers[.contentLanguage] = v }
         for (k, v) in o.custom { headers[HTTPField.Name("x-amz-meta-\(k)")!] = v }
         // Response overrides (`response-content-type=…`, as presigned download links use them).
-        for (name, value) in try S3Authenticator.query(request) {
+        let overrides = request.uri.query?.contains("response-") == true ? try S3Authenticator.query(request) : []
+        for (name, value) in overrides {
             guard let field = Self.responseOverrides[name] else { continue }
             guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
                 throw S3Error.named("InvalidArgument", "\(name) must not contain control characters.")
