@@ -36,6 +36,10 @@ public final class DocumentEngine: Sendable {
     let indexes: Mutex<[String: [IndexDefinition]]>
     let transactions: Mutex<TransactionTable>
     let cache = DocumentCache()
+    /// Every durable commit, in order: what realtime listeners are fed from.
+    public let feed: ChangeFeed
+    /// Routes the feed to Listen streams.
+    public let listeners: ListenerHub
 
     public init(store: any DocumentStore, configuration: Configuration = .init(), logger: Logger = Logger(label: "hearth.documents")) async throws {
         self.store = store
@@ -43,6 +47,9 @@ public final class DocumentEngine: Sendable {
         self.logger = logger
         let (last, defs) = try await store.read { r in (try r.lastCommitTime(), try r.indexDefinitions()) }
         clock = CommitClock(after: last)
+        feed = ChangeFeed(position: last ?? Timestamp(microseconds: 0))
+        listeners = ListenerHub(position: last ?? Timestamp(microseconds: 0))
+        feed.subscribe(listeners)
         indexes = Mutex(Dictionary(grouping: defs, by: \.database))
         transactions = Mutex(TransactionTable())
     }
@@ -147,11 +154,14 @@ public final class DocumentEngine: Sendable {
         let check = pending
         let db = database.database
         let ticket = cache.beginWrite(db, writes.map(\.path))
+        let reserved = ReservedTime()
         let result: CommitResult
+        let changes: [DocumentChange]
         do {
-            result = try await store.write { [self] w in
+            (result, changes) = try await store.write { [self] w in
                 if let check { try self.verify(check, database, w) }
-                let time = self.clock.next()
+                let time = self.feed.reserve(self.clock)
+                reserved.time.withLock { $0 = time }
                 var before: [ResourcePath: Document?] = [:]
                 var after: [ResourcePath: Document?] = [:]
                 var plans: [PlannedWrite] = []
@@ -171,13 +181,18 @@ public final class DocumentEngine: Sendable {
                 if let failed = plans.lazy.compactMap(\.preconditionFailure).first { throw failed }
                 for plan in plans { try self.persist(plan, db, time, w) }
                 try w.setLastCommitTime(time)
-                return CommitResult(commitTime: time, writeResults: plans.map(\.result))
+                return (
+                    CommitResult(commitTime: time, writeResults: plans.map(\.result)),
+                    Self.netChanges(writes.map(\.path), before: before, after: after)
+                )
             }
         } catch {
             cache.abortWrite(ticket)
+            if let time = reserved.time.withLock({ $0 }) { feed.abandon(time) }
             throw error
         }
         cache.committed(ticket, zip(writes, result.writeResults).map { ($0.path, $1.document) }, at: result.commitTime)
+        feed.publish(CommittedChanges(database: db, commitTime: result.commitTime, changes: changes))
         return result
     }
 
@@ -191,11 +206,17 @@ public final class DocumentEngine: Sendable {
         }
         let db = database.database
         let ticket = cache.beginWrite(db, writes.map(\.path))
+        let reserved = ReservedTime()
         let result: ([BatchWriteOutcome], Timestamp)
+        let changes: [DocumentChange]
         do {
-            result = try await store.write { [self] w in
-                let time = self.clock.next()
+            (result, changes) = try await store.write { [self] w in
+                let time = self.feed.reserve(self.clock)
+                reserved.time.withLock { $0 = time }
                 var outcomes: [BatchWriteOutcome] = []
+                var order: [ResourcePath] = []
+                var before: [ResourcePath: Document?] = [:]
+                var after: [ResourcePath: Document?] = [:]
                 for (i, write) in writes.enumerated() {
                     do {
                         try self.validate(write)
@@ -210,17 +231,22 @@ public final class DocumentEngine: Sendable {
                         if let failed = plan.preconditionFailure { throw failed }
                         try self.persist(plan, db, time, w)
                         outcomes.append(.success(plan.result))
+                        order.append(write.path)
+                        if before[write.path] == nil { before[write.path] = .some(current) }
+                        after[write.path] = .some(plan.after)
                     } catch let e as HearthError {
                         outcomes.append(.failure(e))
                     }
                 }
                 try w.setLastCommitTime(time)
-                return (outcomes, time)
+                return ((outcomes, time), Self.netChanges(order, before: before, after: after))
             }
         } catch {
             cache.abortWrite(ticket)
+            if let time = reserved.time.withLock({ $0 }) { feed.abandon(time) }
             throw error
         }
+        feed.publish(CommittedChanges(database: db, commitTime: result.1, changes: changes))
         var changed: [(ResourcePath, Document?)] = []
         for (write, outcome) in zip(writes, result.0) {
             if case .success(let r) = outcome { changed.append((write.path, r.document)) }
@@ -335,13 +361,23 @@ public final class DocumentEngine: Sendable {
     public func clear(_ database: DatabaseName) async throws {
         let db = database.database
         let ticket = cache.beginWrite(db, nil)
+        let reserved = ReservedTime()
+        let time: Timestamp
         do {
-            try await store.write { w in try w.clearDatabase(db) }
+            time = try await store.write { [self] w in
+                let time = self.feed.reserve(self.clock)
+                reserved.time.withLock { $0 = time }
+                try w.clearDatabase(db)
+                try w.setLastCommitTime(time)
+                return time
+            }
         } catch {
             cache.abortWrite(ticket)
+            if let time = reserved.time.withLock({ $0 }) { feed.abandon(time) }
             throw error
         }
         cache.cleared(ticket)
+        feed.publish(CommittedChanges(database: db, commitTime: time, changes: [], cleared: true))
         transactions.withLock { $0.removeAll(database: database) }
     }
 

@@ -20,7 +20,9 @@ struct Bench: AsyncParsableCommand {
             Phases: http (baseline: a minimal Hummingbird route), grdb (baselines: raw GRDB inserts \
             of the same bytes with the same durability, one transaction each and 64 per transaction, \
             and raw point selects), rules (one rules evaluation, no I/O: owner check, a get(), a list query, \
-            next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), auth-verify, auth-signin, \
+            next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), listen (realtime listeners on the engine: \
+            commit-to-listener latency with 1, 1,000 and 10,000 Listen streams next to the commit alone, one write \
+            to 1,000 listeners of a document, memory per idle stream), auth-verify, auth-signin, \
             auth-refresh, auth-signup (in-process auth engine next to RS256, scrypt and GRDB baselines; `auth` selects all four), write (single-document writes over REST), rules-write (a signed-in user's writes over \
             REST without rules and with an owner-check rule, same server, same run), read (point gets over \
             REST), query (a 20-document query page from collections of --small and --large documents), \
@@ -35,8 +37,8 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,rules-write,read,query,storage.")
-    var phases = "http,grdb,rules,engine,auth,write,rules-write,read,query,storage"
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,listen,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,rules-write,read,query,storage.")
+    var phases = "http,grdb,rules,engine,listen,auth,write,rules-write,read,query,storage"
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
@@ -79,7 +81,7 @@ struct Bench: AsyncParsableCommand {
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
-        guard !selected.isDisjoint(with: ["engine", "write", "rules-write", "read", "query", "storage"]) else { return }
+        guard !selected.isDisjoint(with: ["engine", "listen", "write", "rules-write", "read", "query", "storage"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0]
@@ -95,6 +97,9 @@ struct Bench: AsyncParsableCommand {
             print(try await GRDBBaseline.measure("hearth engine: point get, no HTTP", clients: clients, duration: duration) { i in
                 _ = try await engine.get(db, ResourcePath(["engine", "e\(1 + i % 1000)"]))
             })
+        }
+        if selected.contains("listen") {
+            try await ListenBench(engine: engine, writes: 500).run()
         }
         try await withServer(server) { ports in
             let base = "http://127.0.0.1:\(ports["firestore"] ?? 0)/v1/projects/demo-hearth/databases/(default)/documents"

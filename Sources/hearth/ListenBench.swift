@@ -1,0 +1,146 @@
+import Foundation
+import HearthCore
+import HearthDocuments
+import Synchronization
+
+/// `hearth bench --phases listen`: realtime listeners on the document engine, without a
+/// transport — commit-to-listener latency with 1, 1,000 and 10,000 active Listen streams,
+/// one write fanned out to 1,000 listeners of the same document, and the memory an idle
+/// stream holds; next to the same-run latency of the commit alone (the floor).
+struct ListenBench {
+    let engine: DocumentEngine
+    let writes: Int
+    let database = DatabaseName(project: "demo-hearth", database: "(default)")
+
+    /// When each listener saw each write (by the write's sequence number).
+    final class Arrivals: Sendable {
+        let seen = Mutex<[Int: [ContinuousClock.Instant]]>([:])
+
+        func record(_ outputs: [ListenOutput]) {
+            let now = ContinuousClock.now
+            for o in outputs {
+                if case .document(let d, _, _) = o, case .integer(let seq)? = d.fields["seq"] {
+                    seen.withLock { $0[Int(seq), default: []].append(now) }
+                }
+            }
+        }
+
+        func count(_ seq: Int) -> Int { seen.withLock { $0[seq]?.count ?? 0 } }
+        func times(_ seq: Int) -> [ContinuousClock.Instant] { seen.withLock { $0[seq] ?? [] } }
+    }
+
+    /// Open Listen streams, each with one documents target.
+    struct Streams {
+        var commands: [AsyncStream<ListenCommand>.Continuation] = []
+        var tasks: [Task<Void, any Error>] = []
+
+        func close() async {
+            for c in commands { c.finish() }
+            for t in tasks { _ = try? await t.value }
+        }
+    }
+
+    func open(_ paths: [ResourcePath], arrivals: Arrivals) -> Streams {
+        var s = Streams()
+        for (i, p) in paths.enumerated() {
+            let (stream, continuation) = AsyncStream<ListenCommand>.makeStream()
+            continuation.yield(.add(ListenTarget(id: 1, spec: .documents([p]))))
+            s.commands.append(continuation)
+            let engine = self.engine, database = self.database
+            s.tasks.append(Task {
+                try await engine.listen(database: database, commands: stream, authorize: nil, send: { arrivals.record($0) })
+            })
+            if i % 1000 == 999 { FileHandle.standardError.write(Data("  \(i + 1) listen streams open\n".utf8)) }
+        }
+        return s
+    }
+
+    /// Waits until every stream's target is current (the hub has all targets).
+    func waitRegistered(_ n: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while engine.listeners.targetCount < n {
+            guard ContinuousClock.now < deadline else { throw BenchError("listen streams did not start") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+
+    func run() async throws {
+        // The floor: the same commit with nobody listening.
+        var floor: [Double] = []
+        for i in 0..<writes {
+            let t0 = ContinuousClock.now
+            _ = try await engine.commit(database, [.set(ResourcePath(["listen-floor", "d\(i % 100)"]), ["seq": .integer(Int64(i))])])
+            floor.append(Self.seconds(ContinuousClock.now - t0))
+        }
+        print(Measurement(name: "baseline: engine commit, no listeners", operations: floor.count, errors: 0, seconds: floor.reduce(0, +), latencies: floor))
+
+        var seq = 1_000_000
+        for n in [1, 1000, 10_000] {
+            let arrivals = Arrivals()
+            let paths = (0..<n).map { ResourcePath(["listen\(n)", "d\($0)"]) }
+            let rssBefore = Self.residentBytes()
+            let streams = open(paths, arrivals: arrivals)
+            try await waitRegistered(n)
+            let rssAfter = Self.residentBytes()
+            var latencies: [Double] = []
+            var missed = 0
+            let t0 = ContinuousClock.now
+            for i in 0..<writes {
+                seq += 1
+                let start = ContinuousClock.now
+                _ = try await engine.commit(database, [.set(paths[i * 7919 % n], ["seq": .integer(Int64(seq))])])
+                let deadline = ContinuousClock.now + .seconds(5)
+                while arrivals.count(seq) == 0 && ContinuousClock.now < deadline { await Task.yield() }
+                if let arrived = arrivals.times(seq).first { latencies.append(Self.seconds(arrived - start)) } else { missed += 1 }
+            }
+            print(Measurement(
+                name: "commit to listener, \(n) streams", operations: latencies.count, errors: missed,
+                seconds: Self.seconds(ContinuousClock.now - t0), latencies: latencies))
+            if n == 10_000 {
+                let perStream = Double(rssAfter - rssBefore) / Double(n)
+                print("  memory per idle Listen stream (engine only, RSS delta over \(n)): \(String(format: "%.1f", perStream / 1024)) KiB")
+            }
+            await streams.close()
+        }
+
+        // Fan-out: 1,000 listeners of one document, one write at a time.
+        let arrivals = Arrivals()
+        let hot = ResourcePath(["listen-fanout", "hot"])
+        let streams = open(Array(repeating: hot, count: 1000), arrivals: arrivals)
+        try await waitRegistered(1000)
+        var all: [Double] = []
+        var lastArrivals: [Double] = []
+        let rounds = max(5, writes / 20)
+        let t0 = ContinuousClock.now
+        for _ in 0..<rounds {
+            seq += 1
+            let start = ContinuousClock.now
+            _ = try await engine.commit(database, [.set(hot, ["seq": .integer(Int64(seq))])])
+            let deadline = ContinuousClock.now + .seconds(10)
+            while arrivals.count(seq) < 1000 && ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(200)) }
+            let times = arrivals.times(seq).map { Self.seconds($0 - start) }
+            all += times
+            lastArrivals.append(times.max() ?? .nan)
+        }
+        print(Measurement(
+            name: "one write to 1,000 listeners, each", operations: all.count, errors: rounds * 1000 - all.count,
+            seconds: Self.seconds(ContinuousClock.now - t0), latencies: all))
+        print(Measurement(
+            name: "one write to 1,000 listeners, the last", operations: lastArrivals.count, errors: 0,
+            seconds: Self.seconds(ContinuousClock.now - t0), latencies: lastArrivals))
+        await streams.close()
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    /// The process's resident set size, from /proc (0 where it is not available).
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
