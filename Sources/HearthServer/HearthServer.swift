@@ -98,11 +98,11 @@ public struct HearthServer: Sendable {
     }
 
     /// One service's HTTP listener on its configured port; reports the bound port to `ready`.
-    func listener<R: HTTPResponder>(_ name: String, _ responder: R, _ ready: ReadyFile) -> some Service
+    func listener<R: HTTPResponder>(_ name: String, _ responder: R, _ ready: ReadyFile, server: HTTPServerBuilder = Self.http1) -> some Service
     where R.Context == BasicRequestContext {
         Application(
             responder: responder,
-            server: Self.http1,
+            server: server,
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.ports[name] ?? ServerConfiguration.defaultPorts[name] ?? 0),
                 serverName: nil),
@@ -117,6 +117,14 @@ public struct HearthServer: Sendable {
     /// HTTP/1.1 with `Expect: 100-continue` answered at once.
     static var http1: HTTPServerBuilder {
         .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
+    }
+
+    /// The Firestore port: HTTP/1.1 (REST, as `http1`) and HTTP/2 with prior knowledge (gRPC)
+    /// on one socket, told apart by the connection's first bytes.
+    static var http1AndH2C: HTTPServerBuilder {
+        HTTPServerBuilder { responder in
+            SniffingHTTPChannel(responder: responder, http1: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
+        }
     }
 
     /// Runs every listener until SIGTERM/SIGINT, then shuts down gracefully.
@@ -142,7 +150,13 @@ public struct HearthServer: Sendable {
                 AuthRESTResponder(
                     engine: auth, authenticator: authenticator, outbox: outbox, providers: configuration.identityProviders, logger: logger),
                 ready),
-            listener("firestore", FirestoreRESTResponder(engine: engine, authenticator: authenticator, security: security, logger: logger), ready),
+            listener(
+                "firestore",
+                FirestoreResponder(
+                    rest: FirestoreRESTResponder(engine: engine, authenticator: authenticator, security: security, logger: logger),
+                    grpc: FirestoreGRPCService(engine: engine, authenticator: authenticator, security: security, logger: logger)
+                        .responder(logger: logger)),
+                ready, server: Self.http1AndH2C),
             listener("storage", storage, ready),
             listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready),
         ]
