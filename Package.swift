@@ -90,6 +90,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 "HearthFirestoreProto",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

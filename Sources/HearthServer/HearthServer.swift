@@ -160,6 +160,7 @@ public struct HearthServer: Sendable {
             listener("storage", storage, ready),
             listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready),
         ]
+        services.append(ListenHeartbeat(engine: engine))
         if let file = configuration.firestoreRulesFile {
             services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))
         }

@@ -145,20 +145,6 @@ def test_query_listener_with_filter_order_and_limit(client):
         watch.unsubscribe()
 
 
-def test_limit_to_last_listener(client):
-    col = client.collection(new_collection_id("watchltl"))
-    for i in range(5):
-        col.document(f"d{i}").set({"i": i})
-    rec = Recorder()
-    watch = col.order_by("i").limit_to_last(2).on_snapshot(rec)
-    try:
-        rec.wait_for(lambda s: s[0] == ["d3", "d4"], "the last two")
-        col.document("d9").set({"i": 9})
-        rec.wait_for(lambda s: s[0] == ["d4", "d9"], "d9 entering at the end")
-    finally:
-        watch.unsubscribe()
-
-
 def test_many_listeners_on_one_document(client):
     ref = client.collection(new_collection_id("fanout")).document("hot")
     ref.set({"n": 0})

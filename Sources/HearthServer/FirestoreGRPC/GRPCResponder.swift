@@ -52,13 +52,15 @@ public struct GRPCResponder: Sendable {
                     return
                 }
                 let (events, continuation) = AsyncStream.makeStream(of: GRPCMessageSender.Event.self)
-                let sender = GRPCMessageSender(continuation: continuation)
-                let status: GRPCStatus = await withTaskGroup(of: Void.self) { group in
+                let window = GRPCSendWindow()
+                let sender = GRPCMessageSender(continuation: continuation, window: window)
+                await withTaskGroup(of: Child.self) { group in
                     group.addTask {
                         var reader = GRPCMessageReader(body: body, maxMessageSize: maxMessageSize)
                         let status = await Self.run(handler, call, &reader, sender, logger)
                         continuation.yield(.end(status))
                         continuation.finish()
+                        return .handler
                     }
                     if let timeout {
                         group.addTask {
@@ -67,14 +69,17 @@ public struct GRPCResponder: Sendable {
                                 continuation.yield(.end(GRPCStatus(.deadlineExceeded, "Deadline Exceeded")))
                                 continuation.finish()
                             } catch {}
+                            return .deadline
                         }
                     }
                     var status = GRPCStatus(.internal, "The call ended without a status.")
+                    var ack: GRPCFinishAck?
                     loop: for await event in events {
                         switch event {
                         case .message(let buffer):
                             do {
                                 try await writer.write(buffer)
+                                window.written()
                             } catch {
                                 status = GRPCStatus(.cancelled, "The client went away.")
                                 break loop
@@ -82,13 +87,32 @@ public struct GRPCResponder: Sendable {
                         case .end(let s):
                             status = s
                             break loop
+                        case .finish(let s, let a):
+                            status = s
+                            ack = a
+                            break loop
                         }
                     }
+                    // A handler waiting for room to send must not hold the call open.
+                    window.close()
+                    continuation.finish()
+                    // The status goes out before the handler's tasks are cancelled: cancelling
+                    // the read of a request stream the client is still sending closes the
+                    // HTTP/2 stream, and the client would see that instead of the status.
+                    try? await writer.finish(status.trailers)
+                    if let ack {
+                        // The handler ended the call itself and is winding down its own reads
+                        // of the request stream: let it, then stop the deadline timer.
+                        ack.done()
+                        while let child = await group.next(), child != .handler {}
+                    }
                     group.cancelAll()
-                    return status
                 }
-                try await writer.finish(status.trailers)
             })
+    }
+
+    enum Child: Sendable {
+        case handler, deadline
     }
 
     /// The handler for a request, or the status that refuses it.

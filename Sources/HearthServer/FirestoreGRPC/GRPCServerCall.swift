@@ -1,4 +1,5 @@
 import HearthCore
+import Synchronization
 public import HTTPTypes
 public import Hummingbird
 public import NIOCore
@@ -72,14 +73,121 @@ public struct GRPCMessageSender: Sendable {
     enum Event: Sendable {
         case message(ByteBuffer)
         case end(GRPCStatus)
+        /// End the call with this status now, and say when the trailers are written.
+        case finish(GRPCStatus, GRPCFinishAck)
     }
 
     let continuation: AsyncStream<Event>.Continuation
+    /// Messages handed over but not yet written to the connection.
+    let window: GRPCSendWindow
 
     public func send(_ message: some SwiftProtobuf.Message) throws {
         try Task.checkCancellation()
         let bytes: [UInt8] = try message.serializedBytes()
+        window.taken()
         continuation.yield(.message(GRPCFraming.frame(bytes)))
+    }
+
+    /// Ends the call with `status` before the handler returns, and waits until the status has
+    /// been written (or the call is over): a bidirectional handler whose own tasks still read
+    /// the request stream reports its outcome first, then tears them down.
+    public func finish(_ status: GRPCStatus) async {
+        let ack = GRPCFinishAck()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                ack.set(c)
+                if case .terminated = continuation.yield(.finish(status, ack)) { ack.done() }
+            }
+        } onCancel: {
+            ack.done()
+        }
+    }
+
+    /// Sends a message once fewer than the window's limit are waiting to be written: a
+    /// long-lived stream (Listen) whose client stops reading waits here instead of making the
+    /// server buffer without bound.
+    public func sendPaced(_ message: some SwiftProtobuf.Message) async throws {
+        try await window.waitForRoom()
+        try send(message)
+    }
+}
+
+/// Resumes a waiting ``GRPCMessageSender/finish(_:)`` once.
+final class GRPCFinishAck: Sendable {
+    struct State {
+        var continuation: CheckedContinuation<Void, Never>?
+        var done = false
+    }
+
+    let state = Mutex(State())
+
+    func set(_ c: CheckedContinuation<Void, Never>) {
+        let resumeNow = state.withLock { s -> Bool in
+            if s.done { return true }
+            s.continuation = c
+            return false
+        }
+        if resumeNow { c.resume() }
+    }
+
+    func done() {
+        let c = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            s.done = true
+            defer { s.continuation = nil }
+            return s.continuation
+        }
+        c?.resume()
+    }
+}
+
+/// Counts a call's messages between the handler and the connection writer (HTTP/2 flow control
+/// holds the writer back when the client does not read).
+final class GRPCSendWindow: Sendable {
+    struct State {
+        var outstanding = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    let limit: Int
+    let state = Mutex(State())
+
+    init(limit: Int = 64) {
+        self.limit = limit
+    }
+
+    func taken() {
+        state.withLock { $0.outstanding += 1 }
+    }
+
+    /// One message was written (or dropped because the call ended).
+    func written() {
+        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            s.outstanding -= 1
+            return s.outstanding < limit && !s.waiters.isEmpty ? s.waiters.removeFirst() : nil
+        }
+        waiter?.resume()
+    }
+
+    /// Wakes every waiter (the call is over).
+    func close() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.outstanding = Int.min / 2
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w.resume() }
+    }
+
+    func waitForRoom() async throws {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> Bool in
+                if s.outstanding < limit { return true }
+                s.waiters.append(c)
+                return false
+            }
+            if ready { c.resume() }
+        }
+        try Task.checkCancellation()
     }
 }
 
