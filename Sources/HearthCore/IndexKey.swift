@@ -74,7 +74,7 @@ public enum IndexKey {
             out.append(tagReference)
             for segment in r.split(separator: "/", omittingEmptySubsequences: false) {
                 out.append(entry)
-                appendEscaped(segment.utf8, to: &out)
+                appendSegment(segment, to: &out)
             }
             out.append(end)
         case .geoPoint(let la, let lo):
@@ -115,7 +115,7 @@ public enum IndexKey {
         let start = out.count
         for segment in path.segments {
             out.append(entry)
-            appendEscaped(segment.utf8, to: &out)
+            appendSegment(segment, to: &out)
         }
         out.append(end)
         if descending { invert(&out, from: start) }
@@ -132,6 +132,19 @@ public enum IndexKey {
             p.removeLast()
         }
         return nil
+    }
+
+    /// A path segment: its escaped bytes, or — for a numeric id — `00 00` and the integer,
+    /// which sorts before every string (whose encoding starts `00 01` when empty, `00 FF` for
+    /// a NUL, or a byte ≥ 1), numeric ids in numeric order.
+    static func appendSegment<S: StringProtocol>(_ segment: S, to out: inout [UInt8]) {
+        if let n = ResourcePath.numericID(segment) {
+            out.append(0)
+            out.append(0)
+            appendUInt64(UInt64(bitPattern: n) ^ (1 << 63), to: &out)
+        } else {
+            appendEscaped(segment.utf8, to: &out)
+        }
     }
 
     static func appendEscaped<S: Sequence>(_ bytes: S, to out: inout [UInt8]) where S.Element == UInt8 {

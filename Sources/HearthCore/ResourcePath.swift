@@ -40,13 +40,32 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
         segments.count <= other.segments.count && Array(other.segments.prefix(segments.count)) == segments
     }
 
-    /// Firestore orders document names segment by segment, each segment by its UTF-8 bytes.
+    /// Firestore orders document names segment by segment, each segment by its UTF-8 bytes
+    /// (numeric ids `__id123__` first, by number).
     public static func < (a: ResourcePath, b: ResourcePath) -> Bool {
         for i in 0..<min(a.segments.count, b.segments.count) {
-            let c = ValueOrdering.compareUTF8(a.segments[i], b.segments[i])
+            let c = ValueOrdering.compareSegments(a.segments[i], b.segments[i])
             if c != 0 { return c < 0 }
         }
         return a.segments.count < b.segments.count
+    }
+
+    /// The integer of a numeric id segment, `__id<integer>__` (Datastore's integer ids, which
+    /// clients use as positions: `__id-9223372036854775808__` is before every document).
+    public static func numericID<S: StringProtocol>(_ segment: S) -> Int64? {
+        let u = segment.utf8
+        guard u.count > 6, segment.hasPrefix("__id"), segment.hasSuffix("__") else { return nil }
+        let digits = segment.dropFirst(4).dropLast(2)
+        guard let first = digits.first, first == "-" || first.isASCII && first.isNumber,
+            digits.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber })
+        else { return nil }
+        return Int64(String(digits))
+    }
+
+    /// Checks a position given as a document name (a query cursor): Firestore's id rules,
+    /// except that numeric ids are allowed.
+    public func validateAsPosition() throws(HearthError) {
+        for s in segments where ResourcePath.numericID(s) == nil { try ResourcePath.validateId(s, in: self) }
     }
 
     /// Checks every segment against Firestore's id rules.
@@ -98,6 +117,17 @@ public struct DatabaseName: Sendable, Hashable, CustomStringConvertible {
         }
         let path = ResourcePath(parsing: String(name.dropFirst(root.count + 1)))
         try path.validate()
+        return path
+    }
+
+    /// Parses a document name used as a position (a cursor): numeric ids are allowed.
+    public func position(fromName name: String) throws(HearthError) -> ResourcePath {
+        let root = documentsRoot
+        guard name.hasPrefix(root + "/") else {
+            throw .invalidArgument("Document name \"\(name)\" lies outside database \"\(text)\" or is malformed.")
+        }
+        let path = ResourcePath(parsing: String(name.dropFirst(root.count + 1)))
+        try path.validateAsPosition()
         return path
     }
 

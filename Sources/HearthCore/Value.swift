@@ -196,9 +196,20 @@ public enum ValueOrdering {
         let sx = x.split(separator: "/", omittingEmptySubsequences: false)
         let sy = y.split(separator: "/", omittingEmptySubsequences: false)
         for i in 0..<min(sx.count, sy.count) {
-            let c = compareUTF8(String(sx[i]), String(sy[i]))
+            let c = compareSegments(String(sx[i]), String(sy[i]))
             if c != 0 { return c }
         }
         return sx.count == sy.count ? 0 : (sx.count < sy.count ? -1 : 1)
+    }
+
+    /// Path segments compare by UTF-8 bytes, except numeric ids (`__id123__`, Datastore's
+    /// integer ids), which come before every string id, in numeric order.
+    public static func compareSegments(_ x: String, _ y: String) -> Int {
+        switch (ResourcePath.numericID(x), ResourcePath.numericID(y)) {
+        case (let a?, let b?): return a == b ? 0 : (a < b ? -1 : 1)
+        case (_?, nil): return -1
+        case (nil, _?): return 1
+        case (nil, nil): return compareUTF8(x, y)
+        }
     }
 }

@@ -33,12 +33,12 @@ extension DocumentEngine {
     public func runAggregation(
         _ database: DatabaseName, _ query: Query, _ aggregations: [Aggregation], consistency: ReadConsistency = .latest
     ) async throws -> AggregationResult {
-        guard !aggregations.isEmpty else { throw HearthError.invalidArgument("At least one aggregation is required.") }
+        guard !aggregations.isEmpty else { throw HearthError.invalidArgument("Aggregations can not be empty.") }
         guard aggregations.count <= 5 else { throw HearthError.invalidArgument("Aggregation queries support at most 5 aggregations.") }
         var aliases = Set<String>()
         for a in aggregations {
             guard aliases.insert(a.alias).inserted else {
-                throw HearthError.invalidArgument("Aggregation aliases must be unique; \"\(a.alias)\" is used twice.")
+                throw HearthError.invalidArgument("Aggregation aliases contain duplicate alias \(a.alias).")
             }
             if case .count(let upTo?) = a.kind, upTo <= 0 {
                 throw HearthError.invalidArgument("up_to must be greater than zero.")
@@ -436,7 +436,7 @@ extension DocumentEngine {
             // __name__ inequalities bound a name scan.
             for f in conjunction {
                 guard case .field(let p, let op, .reference(let name)) = f, p.isDocumentName,
-                      let path = try? nq.database.path(fromName: name)
+                      let path = try? nq.database.position(fromName: name)
                 else { continue }
                 let k = IndexKey.encodePath(path)
                 switch op {
@@ -471,7 +471,7 @@ extension DocumentEngine {
             if i < plan.columns.count {
                 IndexKey.append(v, descending: plan.columns[i].1, to: &k)
             } else {
-                guard case .reference(let name) = v, let path = try? nq.database.path(fromName: name) else { return nil }
+                guard case .reference(let name) = v, let path = try? nq.database.position(fromName: name) else { return nil }
                 IndexKey.appendPath(path, descending: plan.nameDescending, to: &k)
             }
         }

@@ -302,6 +302,8 @@ public final class DocumentEngine: Sendable {
             if current == nil { failure = HearthError(.notFound, "No document to update: \(name)") }
         case .exists(false)?:
             if current != nil { failure = HearthError(.alreadyExists, "Document already exists: \(name)") }
+        case .updateTime(let t)? where t > time:
+            failure = HearthError(.invalidArgument, "The update_time precondition (\(t.rfc3339)) is in the future.")
         case .updateTime(let t)?:
             if current?.updateTime != t {
                 failure = HearthError(.failedPrecondition, "The document was updated after the given update time (\(name)).")

@@ -46,7 +46,7 @@ public struct NormalizedQuery: Sendable {
                 guard case .reference(let name) = v else {
                     throw .invalidArgument("Cursor position for __name__ must be a document reference.")
                 }
-                let path = try database.path(fromName: name)
+                let path = try database.position(fromName: name)
                 try NormalizedQuery.checkNameInScope(path, query: query, what: "Cursor")
             }
         }

@@ -126,7 +126,7 @@ struct FirestoreJSON {
         guard parts.count >= 7, parts[0] == "projects", parts[2] == "databases", parts[4] == "documents", (parts.count - 5) % 2 == 0
         else { throw .invalidArgument("Invalid value at '\(at)': \"\(s)\" is not a valid document reference.") }
         let path = ResourcePath(parts.dropFirst(5).map(String.init))
-        try path.validate()
+        try path.validateAsPosition()
         guard String(parts[1]) == database.project, String(parts[3]) == database.database else {
             throw .invalidArgument("Invalid value at '\(at)': reference \"\(s)\" is in a different database than \"\(database.text)\".")
         }
