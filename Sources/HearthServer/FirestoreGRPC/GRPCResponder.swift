@@ -53,7 +53,9 @@ public struct GRPCResponder: Sendable {
                 }
                 let (events, continuation) = AsyncStream.makeStream(of: GRPCMessageSender.Event.self)
                 let sender = GRPCMessageSender(continuation: continuation)
-                let status: GRPCStatus = await withTaskGroup(of: Void.self) { group in
+                // The trailers go out as soon as the status is known (a deadline does not wait for the
+                // cancelled handler); the group then waits for its tasks to wind down.
+                try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         var reader = GRPCMessageReader(body: body, maxMessageSize: maxMessageSize)
                         let status = await Self.run(handler, call, &reader, sender, logger)
@@ -85,9 +87,8 @@ public struct GRPCResponder: Sendable {
                         }
                     }
                     group.cancelAll()
-                    return status
+                    try await writer.finish(status.trailers)
                 }
-                try await writer.finish(status.trailers)
             })
     }
 
