@@ -25,7 +25,9 @@ struct Bench: AsyncParsableCommand {
             to 1,000 listeners of a document, memory per idle stream), auth-verify, auth-signin, \
             auth-refresh, auth-signup (in-process auth engine next to RS256, scrypt and GRDB baselines; `auth` selects all four), write (single-document writes over REST), rules-write (a signed-in user's writes over \
             REST without rules and with an owner-check rule, same server, same run), read (point gets over \
-            REST), query (a 20-document query page from collections of --small and --large documents), \
+            REST), grpc (single-document Commit and GetDocument over gRPC/h2c on the Firestore port, next to \
+            the same REST write and get in the same run; --grpc-connections HTTP/2 connections carry the \
+            clients' streams), query (a 20-document query page from collections of --small and --large documents), \
             storage (100 MiB through Firebase Storage v0 and S3 next to a same-run disk copy; 4 KiB S3 \
             PUT/GET with 32 clients, and 4 KiB GETs through presigned URLs from wrk, next to the bare \
             HTTP stack under wrk, when wrk is installed). \
@@ -37,8 +39,10 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,listen,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,rules-write,read,query,storage.")
-    var phases = "http,grdb,rules,engine,listen,auth,write,rules-write,read,query,storage"
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,listen,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,rules-write,read,grpc,query,storage.")
+    var phases = "http,grdb,rules,engine,listen,auth,write,rules-write,read,grpc,query,storage"
+    @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
+    var grpcConnections = 4
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
@@ -81,7 +85,7 @@ struct Bench: AsyncParsableCommand {
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
-        guard !selected.isDisjoint(with: ["engine", "listen", "write", "rules-write", "read", "query", "storage"]) else { return }
+        guard !selected.isDisjoint(with: ["engine", "listen", "write", "rules-write", "read", "grpc", "query", "storage"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0]
@@ -109,7 +113,7 @@ struct Bench: AsyncParsableCommand {
                         .run(storagePort: ports["storage"] ?? 0, s3Port: ports["s3"] ?? 0)
                 }
             }
-            if selected.contains("write") || selected.contains("read") {
+            if selected.contains("write") || selected.contains("read") || selected.contains("grpc") {
                 let body = Bench.documentBody(0)
                 print(try await load.run("hearth: write one document (PATCH)") { i in (HTTPMethod.PATCH, "\(base)/bench/w\(i)", body) })
             }
@@ -128,9 +132,13 @@ struct Bench: AsyncParsableCommand {
                     (HTTPMethod.PATCH, "\(ruled)/users/bench-user/items/w\(i)", body)
                 })
             }
-            if selected.contains("read") {
+            if selected.contains("read") || selected.contains("grpc") {
                 let n = max(1, try await count(engine, "bench") - 16)
                 print(try await load.run("hearth: point get (GET)") { i in (HTTPMethod.GET, "\(base)/bench/w\(1 + abs(i) % n)", Optional<ByteBuffer>.none) })
+            }
+            if selected.contains("grpc") {
+                try await GRPCBench(port: ports["firestore"] ?? 0, clients: clients, connections: grpcConnections, duration: duration)
+                    .run(engine: engine)
             }
             if selected.contains("query") {
                 for size in [small, large] where size > 0 {

@@ -123,3 +123,56 @@ struct FirestoreGRPCTests {
         }
     }
 }
+
+/// The generic gRPC plumbing with a method table of its own: deadlines and streaming order.
+@Suite("gRPC responder plumbing")
+struct GRPCResponderTests {
+    struct Wrapper: HTTPResponder {
+        typealias Context = BasicRequestContext
+        let grpc: GRPCResponder
+        func respond(to request: Request, context: Context) async throws -> Response { grpc.respond(to: request) }
+    }
+
+    static func app(_ methods: [String: GRPCHandler]) -> some ApplicationProtocol {
+        Application(responder: Wrapper(grpc: GRPCResponder(service: "test.Service", methods: methods, logger: Logger(label: "test"))))
+    }
+
+    @Test func deadlineEndsTheCall() async throws {
+        // Returns OK if it is ever allowed to finish: DEADLINE_EXCEEDED can only come from the deadline.
+        let slow: GRPCHandler = { _, _, _ in try await Task.sleep(for: .seconds(3600)) }
+        try await Self.app(["Slow": slow]).test(.router) { client in
+            let headers: HTTPFields = [.contentType: "application/grpc", HTTPField.Name("grpc-timeout")!: "200m"]
+            try await client.execute(uri: "/test.Service/Slow", method: .post, headers: headers, body: GRPCFraming.frame([UInt8]())) { response in
+                #expect(response.trailerHeaders?[GRPCStatus.statusName] == "4")
+                #expect(response.trailerHeaders?[GRPCStatus.messageName] == "Deadline Exceeded")
+            }
+        }
+    }
+
+    @Test func streamedMessagesKeepTheirOrderAndEndWithTheStatus() async throws {
+        let counter: GRPCHandler = { _, reader, sender in
+            var n = 0
+            while let m = try await reader.next(Google_Protobuf_Empty.self) {
+                _ = m
+                n += 1
+                var v = Google_Protobuf_Int32Value()
+                v.value = Int32(n)
+                try sender.send(v)
+            }
+            throw HearthError(.aborted, "done after \(n)")
+        }
+        try await Self.app(["Count": counter]).test(.router) { client in
+            var body = ByteBuffer()
+            for _ in 0..<5 { GRPCFraming.frame([UInt8](), into: &body) }
+            try await client.execute(uri: "/test.Service/Count", method: .post, headers: [.contentType: "application/grpc+proto"], body: body) { response in
+                var d = GRPCMessageDeframer()
+                d.append(response.body)
+                var values: [Int32] = []
+                while let m = try d.next() { values.append(try Google_Protobuf_Int32Value(serializedBytes: m).value) }
+                #expect(values == [1, 2, 3, 4, 5])
+                #expect(response.trailerHeaders?[GRPCStatus.statusName] == "10")
+                #expect(response.trailerHeaders?[GRPCStatus.messageName] == "done after 5")
+            }
+        }
+    }
+}

@@ -51,18 +51,22 @@ struct SniffingHTTPChannelTests {
                 ch.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: ch) }
             }
         return try await channel.executeThenClose { inbound, outbound in
-            if !send.isEmpty { try await outbound.write(ByteBuffer(bytes: send)) }
+            do {
+                if !send.isEmpty { try await outbound.write(ByteBuffer(bytes: send)) }
+            } catch ChannelError.ioOnClosedChannel {
+                return []  // the server already closed the connection (an undecided one, after its timeout)
+            }
             if close { return [] }
             var got: [UInt8] = []
             do {
-            for try await chunk in inbound {
-                got += chunk.readableBytesView
-                switch until {
-                case .contains(let text): if String(decoding: got, as: UTF8.self).contains(text) { return got }
-                case .bytes(let n): if got.count >= n { return got }
-                case .closed: break
+                for try await chunk in inbound {
+                    got += chunk.readableBytesView
+                    switch until {
+                    case .contains(let text): if String(decoding: got, as: UTF8.self).contains(text) { return got }
+                    case .bytes(let n): if got.count >= n { return got }
+                    case .closed: break
+                    }
                 }
-            }
             } catch let error as IOError where error.errnoCode == ECONNRESET {
                 // The server closed (or reset) the connection: what was read is the answer.
             }
@@ -91,7 +95,7 @@ struct SniffingHTTPChannelTests {
     }
 
     @Test func undecidedConnectionsDoNotHurt() async throws {
-        try await app(timeout: .milliseconds(200)).test(.live) { client in
+        try await app(timeout: .milliseconds(500)).test(.live) { client in
             let port = try #require(client.port)
             // Closes before the server could decide.
             _ = try await Self.exchange(port, Array(SniffingHTTPChannel.http2Preface.prefix(8)), close: true, until: .closed)
@@ -99,7 +103,7 @@ struct SniffingHTTPChannelTests {
             let start = ContinuousClock.now
             let silent = try await Self.exchange(port, [], until: .closed)
             #expect(silent.isEmpty)
-            #expect(ContinuousClock.now - start < .seconds(5))
+            #expect(ContinuousClock.now - start < .seconds(20))  // 0.5 s, with room for a loaded machine
             // A partial preface that never completes: closed too.
             let partial = try await Self.exchange(port, Array("PRI * HTTP/2".utf8), until: .closed)
             #expect(partial.isEmpty)

@@ -1,11 +1,11 @@
 public import HummingbirdCore
-public import HummingbirdHTTP2
 public import Logging
 public import NIOCore
 
 /// One port, two protocols: reads the first bytes of a connection and sets up HTTP/2 (prior
-/// knowledge, "h2c", as gRPC clients and the Firebase SDKs talk to an emulator host) when
-/// they are the HTTP/2 connection preface, HTTP/1.1 otherwise. Both reach the same responder.
+/// knowledge, "h2c", as gRPC clients and the Firebase SDKs talk to an emulator host; see
+/// ``H2CChannel``) when they are the HTTP/2 connection preface, Hummingbird's `HTTP1Channel`
+/// otherwise. Both reach the same responder.
 ///
 /// The bytes read while deciding are handed to the chosen protocol's handlers unchanged. A
 /// connection that sends nothing conclusive within `decisionTimeout` is closed; one that
@@ -14,7 +14,7 @@ public struct SniffingHTTPChannel: ServerChildChannel {
     /// The chosen protocol's channel value.
     public enum Negotiated: Sendable {
         case http1(HTTP1Channel.Value)
-        case http2(HTTP2Channel.Value)
+        case http2(H2CChannel.Value)
     }
 
     /// NIO registers a child channel (and starts reading it) only once `setup` has returned, so
@@ -34,15 +34,15 @@ public struct SniffingHTTPChannel: ServerChildChannel {
     public static let http2Preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     let http1: HTTP1Channel
-    let http2: HTTP2Channel
+    let http2: H2CChannel
     let decisionTimeout: TimeAmount
 
     public init(
         responder: @escaping HTTPChannelHandler.Responder, http1: HTTP1Channel.Configuration = .init(),
-        http2: HTTP2ChannelConfiguration = .init(), decisionTimeout: TimeAmount = .seconds(30)
+        decisionTimeout: TimeAmount = .seconds(30)
     ) {
         self.http1 = HTTP1Channel(responder: responder, configuration: http1)
-        self.http2 = HTTP2Channel(responder: responder, configuration: http2)
+        self.http2 = H2CChannel(responder: responder)
         self.decisionTimeout = decisionTimeout
     }
 

@@ -1,0 +1,90 @@
+import HearthCore
+import HearthServer
+import HTTPTypes
+import NIOCore
+import NIOHTTP2
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP2
+import NIOPosix
+import SwiftProtobuf
+
+/// A minimal gRPC client for `hearth bench`: unary calls over HTTP/2 with prior knowledge (h2c),
+/// each on its own stream of a few shared connections, as grpcio multiplexes them. Framing comes
+/// from HearthServer's ``GRPCFraming`` (the one place the wire format lives).
+struct GRPCBenchClient: Sendable {
+    typealias Multiplexer = NIOHTTP2Handler.AsyncStreamMultiplexer<Void>
+
+    let connections: [Multiplexer]
+    let channels: [any Channel]
+    let authorization: String
+
+    static func connect(port: Int, connections: Int, authorization: String = "Bearer owner") async throws -> GRPCBenchClient {
+        var muxes: [Multiplexer] = []
+        var channels: [any Channel] = []
+        for _ in 0..<max(1, connections) {
+            let (channel, mux) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(host: "127.0.0.1", port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let mux = try channel.pipeline.syncOperations.configureAsyncHTTP2Pipeline(mode: .client) { stream in
+                            stream.eventLoop.makeSucceededVoidFuture()
+                        }
+                        return (channel, mux)
+                    }
+                }
+            muxes.append(mux)
+            channels.append(channel)
+        }
+        return GRPCBenchClient(connections: muxes, channels: channels, authorization: authorization)
+    }
+
+    func close() async {
+        for c in channels { try? await c.close() }
+    }
+
+    struct CallError: Error, CustomStringConvertible {
+        let status: String
+        let message: String
+        var description: String { "gRPC status \(status): \(message)" }
+    }
+
+    /// One unary call on connection `i % connections`.
+    func unary<Response: SwiftProtobuf.Message>(
+        _ method: String, _ request: some SwiftProtobuf.Message, as: Response.Type, on i: Int
+    ) async throws -> Response {
+        let mux = connections[abs(i) % connections.count]
+        let stream = try await mux.openStream { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTPClientCodec())
+                return try NIOAsyncChannel<HTTPResponsePart, HTTPRequestPart>(wrappingChannelSynchronously: channel)
+            }
+        }
+        let payload = GRPCFraming.frame(try request.serializedBytes() as [UInt8])
+        let authorization = authorization
+        return try await stream.executeThenClose { inbound, outbound in
+            var head = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1", path: "/google.firestore.v1.Firestore/\(method)")
+            head.headerFields[.contentType] = "application/grpc"
+            head.headerFields[.te] = "trailers"
+            head.headerFields[.authorization] = authorization
+            try await outbound.write(.head(head))
+            try await outbound.write(.body(payload))
+            try await outbound.write(.end(nil))
+            var deframer = GRPCMessageDeframer()
+            var message: [UInt8]?
+            var status = "missing", text = ""
+            for try await part in inbound {
+                switch part {
+                case .head(let response):
+                    if let s = response.headerFields[GRPCStatus.statusName] { status = s }  // trailers-only
+                case .body(let bytes):
+                    deframer.append(bytes)
+                    if message == nil { message = try deframer.next() }
+                case .end(let trailers):
+                    if let s = trailers?[GRPCStatus.statusName] { status = s }
+                    text = trailers?[GRPCStatus.messageName].map(GRPCStatus.percentDecode) ?? ""
+                }
+            }
+            guard status == "0", let message else { throw CallError(status: status, message: text) }
+            return try Response(serializedBytes: message)
+        }
+    }
+}
