@@ -22,7 +22,8 @@ struct Bench: AsyncParsableCommand {
             and raw point selects), rules (one rules evaluation, no I/O: owner check, a get(), a list query, \
             next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), listen (realtime listeners on the engine: \
             commit-to-listener latency with 1, 1,000 and 10,000 Listen streams next to the commit alone, one write \
-            to 1,000 listeners of a document, memory per idle stream), auth-verify, auth-signin, \
+            to 1,000 listeners of a document, memory per idle stream), listen-grpc (the same latency with 1, 1,000 and \
+            10,000 Listen streams over gRPC on the Firestore port, held from an in-process HTTP/2 client), auth-verify, auth-signin, \
             auth-refresh, auth-signup (in-process auth engine next to RS256, scrypt and GRDB baselines; `auth` selects all four), write (single-document writes over REST), rules-write (a signed-in user's writes over \
             REST without rules and with an owner-check rule, same server, same run), read (point gets over \
             REST), grpc (single-document Commit and GetDocument over gRPC/h2c on the Firestore port, next to \
@@ -39,8 +40,8 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,listen,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,rules-write,read,grpc,query,storage.")
-    var phases = "http,grdb,rules,engine,listen,auth,write,rules-write,read,grpc,query,storage"
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,rules-write,read,grpc,query,storage.")
+    var phases = "http,grdb,rules,engine,listen,listen-grpc,auth,write,rules-write,read,grpc,query,storage"
     @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
     var grpcConnections = 4
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
@@ -85,7 +86,7 @@ struct Bench: AsyncParsableCommand {
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
-        guard !selected.isDisjoint(with: ["engine", "listen", "write", "rules-write", "read", "grpc", "query", "storage"]) else { return }
+        guard !selected.isDisjoint(with: ["engine", "listen", "listen-grpc", "write", "rules-write", "read", "grpc", "query", "storage"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0]
@@ -139,6 +140,9 @@ struct Bench: AsyncParsableCommand {
             if selected.contains("grpc") {
                 try await GRPCBench(port: ports["firestore"] ?? 0, clients: clients, connections: grpcConnections, duration: duration)
                     .run(engine: engine)
+            }
+            if selected.contains("listen-grpc") {
+                try await ListenBench(engine: engine, writes: 500).runGRPC(port: ports["firestore"] ?? 0)
             }
             if selected.contains("query") {
                 for size in [small, large] where size > 0 {

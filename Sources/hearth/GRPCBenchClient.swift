@@ -1,5 +1,6 @@
 import HearthCore
 import HearthServer
+import HearthFirestoreProto
 import HTTPTypes
 import NIOCore
 import NIOHTTP2
@@ -86,5 +87,61 @@ struct GRPCBenchClient: Sendable {
             guard status == "0", let message else { throw CallError(status: status, message: text) }
             return try Response(serializedBytes: message)
         }
+    }
+}
+
+extension GRPCBenchClient {
+    /// An open Listen call: its request side stays open until ``close()``.
+    struct ListenCall: Sendable {
+        let finish: @Sendable () async -> Void
+        let done: Task<Void, Never>
+
+        func close() async {
+            await finish()
+            _ = await done.value
+        }
+    }
+
+    /// Opens `Listen` on connection `i % connections`, sends `request`, and hands every
+    /// response to `onResponse` until the call ends or ``ListenCall/close()``.
+    func listen(
+        _ request: Google_Firestore_V1_ListenRequest, on i: Int,
+        onResponse: @escaping @Sendable (Google_Firestore_V1_ListenResponse) -> Void
+    ) async throws -> ListenCall {
+        let mux = connections[abs(i) % connections.count]
+        let stream = try await mux.openStream { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTPClientCodec())
+                return try NIOAsyncChannel<HTTPResponsePart, HTTPRequestPart>(wrappingChannelSynchronously: channel)
+            }
+        }
+        var head = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1", path: "/google.firestore.v1.Firestore/Listen")
+        head.headerFields[.contentType] = "application/grpc"
+        head.headerFields[.te] = "trailers"
+        head.headerFields[.authorization] = authorization
+        let payload = GRPCFraming.frame(try request.serializedBytes() as [UInt8])
+        let (closing, closer) = AsyncStream.makeStream(of: Void.self)
+        let done = Task<Void, Never> {
+            _ = try? await stream.executeThenClose { inbound, outbound in
+                try await outbound.write(.head(head))
+                try await outbound.write(.body(payload))
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await _ in closing { break }
+                        try await outbound.write(.end(nil))
+                    }
+                    var deframer = GRPCMessageDeframer()
+                    for try await part in inbound {
+                        guard case .body(let bytes) = part else { continue }
+                        deframer.append(bytes)
+                        while let m = try deframer.next() {
+                            onResponse(try Google_Firestore_V1_ListenResponse(serializedBytes: m))
+                        }
+                    }
+                    group.cancelAll()
+                }
+            }
+        }
+        return ListenCall(finish: { closer.yield(()); closer.finish() }, done: done)
     }
 }

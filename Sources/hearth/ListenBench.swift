@@ -1,4 +1,5 @@
 import Foundation
+import HearthFirestoreProto
 import HearthCore
 import HearthDocuments
 import Synchronization
@@ -23,6 +24,11 @@ struct ListenBench {
                     seen.withLock { $0[Int(seq), default: []].append(now) }
                 }
             }
+        }
+
+        func record(seq: Int) {
+            let now = ContinuousClock.now
+            seen.withLock { $0[seq, default: []].append(now) }
         }
 
         func count(_ seq: Int) -> Int { seen.withLock { $0[seq]?.count ?? 0 } }
@@ -130,6 +136,61 @@ struct ListenBench {
             name: "one write to 1,000 listeners, the last", operations: lastArrivals.count, errors: 0,
             seconds: Self.seconds(ContinuousClock.now - t0), latencies: lastArrivals))
         await streams.close()
+    }
+
+    /// The same measurements end to end: Listen streams over gRPC (h2c) on the Firestore port,
+    /// from an in-process HTTP/2 client, about 90 streams per connection.
+    func runGRPC(port: Int) async throws {
+        let database = "projects/demo-hearth/databases/(default)"
+        var seq = 2_000_000
+        for n in [1, 1000, 10_000] {
+            let client = try await GRPCBenchClient.connect(port: port, connections: max(1, n / 90))
+            let arrivals = Arrivals()
+            let currents = Mutex2(0)
+            let paths = (0..<n).map { ResourcePath(["glisten\(n)", "d\($0)"]) }
+            let rssBefore = Self.residentBytes()
+            var calls: [GRPCBenchClient.ListenCall] = []
+            for (i, p) in paths.enumerated() {
+                var request = Google_Firestore_V1_ListenRequest()
+                request.database = database
+                request.addTarget.targetID = 1
+                request.addTarget.documents.documents = ["\(database)/documents/\(p.text)"]
+                calls.append(try await client.listen(request, on: i) { response in
+                    if case .documentChange(let c)? = response.responseType, case .integerValue(let s)? = c.document.fields["seq"]?.valueType {
+                        arrivals.record(seq: Int(s))
+                    } else if case .targetChange(let c)? = response.responseType, c.targetChangeType == .current {
+                        currents.withLock { $0 += 1 }
+                    }
+                })
+                if i % 1000 == 999 { FileHandle.standardError.write(Data("  \(i + 1) gRPC Listen streams open\n".utf8)) }
+            }
+            let deadline = ContinuousClock.now + .seconds(180)
+            while currents.withLock({ $0 }) < n {
+                guard ContinuousClock.now < deadline else { throw BenchError("gRPC Listen streams did not become current") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let rssAfter = Self.residentBytes()
+            var latencies: [Double] = []
+            var missed = 0
+            let t0 = ContinuousClock.now
+            for i in 0..<writes {
+                seq += 1
+                let start = ContinuousClock.now
+                _ = try await engine.commit(self.database, [.set(paths[i * 7919 % n], ["seq": .integer(Int64(seq))])])
+                let wait = ContinuousClock.now + .seconds(5)
+                while arrivals.count(seq) == 0 && ContinuousClock.now < wait { await Task.yield() }
+                if let arrived = arrivals.times(seq).first { latencies.append(Self.seconds(arrived - start)) } else { missed += 1 }
+            }
+            print(Measurement(
+                name: "commit to gRPC listener, \(n) streams", operations: latencies.count, errors: missed,
+                seconds: Self.seconds(ContinuousClock.now - t0), latencies: latencies))
+            if n >= 1000 {
+                let perStream = Double(rssAfter - rssBefore) / Double(n)
+                print("  \(n) gRPC Listen streams held; RSS per stream, server and in-process client together: \(String(format: "%.1f", perStream / 1024)) KiB")
+            }
+            for c in calls { await c.close() }
+            await client.close()
+        }
     }
 
     static func seconds(_ d: Duration) -> Double {
