@@ -206,8 +206,6 @@ final class ChunkReader: Sendable {
 /// never fills a block (most small objects) is written and hashed in line when it finishes.
 final class FileBlobWriter: BlobWriter {
     static let blockSize = 1 << 20
-    // TEMPORARY measurement knob.
-    static let earlyWriteback = ProcessInfo.processInfo.environment["HEARTH_NO_WRITEBACK"] == nil
 
     let store: FilesystemBlobStore
     let id: String
@@ -250,7 +248,7 @@ final class FileBlobWriter: BlobWriter {
                 swap(&block, &s.pending)
                 if let e = Self.writeAll(s.fd, block) { return .failure(e) }
                 s.crc.update(block)
-                if Self.earlyWriteback { _ = hearth_start_writeback(s.fd, s.written, Int64(block.count)) }
+                _ = hearth_start_writeback(s.fd, s.written, Int64(block.count))
                 s.written += Int64(block.count)
                 let hasher = s.hasher ?? BlockHasher()
                 s.hasher = hasher
