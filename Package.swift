@@ -69,11 +69,13 @@ let package = Package(
             dependencies: ["HearthCore", "HearthDocuments", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
+        // C shims for HearthStorage: hardware CRC-32C behind a runtime CPU check, early writeback. No dependencies.
+        .target(name: "HearthCShims"),
         // Objects and buckets: metadata in SQLite, bytes in a blob store — no HTTP.
         .target(
             name: "HearthStorage",
             dependencies: [
-                "HearthCore",
+                "HearthCore", "HearthCShims",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -185,7 +187,10 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthCore", .product(name: "GRDB", package: "GRDB.swift")],
+            name: "HearthStorageTests",
+            dependencies: [
+                "HearthStorage", "HearthCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],

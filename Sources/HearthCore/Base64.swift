@@ -69,49 +69,76 @@ public enum Base64 {
         decodeDigits(Array(text.utf8), urlOnly: true)
     }
 
+    /// 0–63 for a digit of the URL-safe alphabet only, 0xFF otherwise (`+` and `/` too).
+    static let urlValues: [UInt8] = {
+        var t = values
+        t[Int(UInt8(ascii: "+"))] = 0xFF
+        t[Int(UInt8(ascii: "/"))] = 0xFF
+        return t
+    }()
+
     static func decodeDigits(_ digits: [UInt8], urlOnly: Bool) -> [UInt8]? {
-        let rest = digits.count % 4
+        digits.withUnsafeBufferPointer { decodeDigits($0, urlOnly: urlOnly) }
+    }
+
+    /// Decodes unpadded digits, four at a time, straight into the result's storage.
+    static func decodeDigits(_ digits: UnsafeBufferPointer<UInt8>, urlOnly: Bool) -> [UInt8]? {
+        let count = digits.count
+        let rest = count % 4
         guard rest != 1 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(digits.count / 4 * 3 + 2)
-        var acc: UInt32 = 0
-        var n = 0
-        for c in digits {
-            if urlOnly && (c == UInt8(ascii: "+") || c == UInt8(ascii: "/")) { return nil }
-            let v = values[Int(c)]
-            guard v != 0xFF else { return nil }
-            acc = acc << 6 | UInt32(v)
-            n += 1
-            if n == 4 {
-                out.append(UInt8(acc >> 16))
-                out.append(UInt8(acc >> 8 & 0xFF))
-                out.append(UInt8(acc & 0xFF))
-                acc = 0
-                n = 0
+        let length = count / 4 * 3 + (rest == 0 ? 0 : rest - 1)
+        var valid = true
+        let out = (urlOnly ? urlValues : values).withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+                var bad: UInt8 = 0
+                var i = 0, o = 0
+                let full = count - rest
+                while i < full {
+                    let a = table[Int(digits[i])], b = table[Int(digits[i + 1])]
+                    let c = table[Int(digits[i + 2])], d = table[Int(digits[i + 3])]
+                    bad |= a | b | c | d
+                    let n = UInt32(a & 63) << 18 | UInt32(b & 63) << 12 | UInt32(c & 63) << 6 | UInt32(d & 63)
+                    buffer[o] = UInt8(truncatingIfNeeded: n >> 16)
+                    buffer[o + 1] = UInt8(truncatingIfNeeded: n >> 8)
+                    buffer[o + 2] = UInt8(truncatingIfNeeded: n)
+                    i += 4
+                    o += 3
+                }
+                // Leftover bits of the last digit are ignored, as Foundation's decoder does.
+                if rest >= 2 {
+                    let a = table[Int(digits[i])], b = table[Int(digits[i + 1])]
+                    let c = rest == 3 ? table[Int(digits[i + 2])] : 0
+                    bad |= a | b | c
+                    let n = UInt32(a & 63) << 18 | UInt32(b & 63) << 12 | UInt32(c & 63) << 6
+                    buffer[o] = UInt8(truncatingIfNeeded: n >> 16)
+                    o += 1
+                    if rest == 3 {
+                        buffer[o] = UInt8(truncatingIfNeeded: n >> 8)
+                        o += 1
+                    }
+                }
+                // A non-digit maps to 0xFF: its high bit survives the OR.
+                valid = bad & 0x80 == 0
+                initialized = o
             }
         }
-        // Leftover bits of the last digit are ignored, as Foundation's decoder does.
-        if n == 2 {
-            out.append(UInt8(acc >> 4 & 0xFF))
-        } else if n == 3 {
-            out.append(UInt8(acc >> 10))
-            out.append(UInt8(acc >> 2 & 0xFF))
-        }
-        return out
+        return valid ? out : nil
     }
 
     /// A compact JWS (`header.payload.signature`, base64url each) split and decoded, with the
     /// signing input (`header.payload` as sent); nil unless exactly three valid segments.
     public static func jwsSegments(_ token: String) -> (header: [UInt8], payload: [UInt8], signature: [UInt8], signingInput: [UInt8])? {
-        let bytes = Array(token.utf8)
-        guard let first = bytes.firstIndex(of: UInt8(ascii: ".")),
-            let second = bytes[(first + 1)...].firstIndex(of: UInt8(ascii: ".")),
-            !bytes[(second + 1)...].contains(UInt8(ascii: "."))
-        else { return nil }
-        guard let h = decodeDigits(Array(bytes[..<first]), urlOnly: true),
-            let p = decodeDigits(Array(bytes[(first + 1)..<second]), urlOnly: true),
-            let s = decodeDigits(Array(bytes[(second + 1)...]), urlOnly: true)
-        else { return nil }
-        return (h, p, s, Array(bytes[..<second]))
+        var token = token
+        return token.withUTF8 { bytes in
+            guard let first = bytes.firstIndex(of: UInt8(ascii: ".")),
+                let second = bytes[(first + 1)...].firstIndex(of: UInt8(ascii: ".")),
+                !bytes[(second + 1)...].contains(UInt8(ascii: "."))
+            else { return nil }
+            guard let h = decodeDigits(UnsafeBufferPointer(rebasing: bytes[..<first]), urlOnly: true),
+                let p = decodeDigits(UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second]), urlOnly: true),
+                let s = decodeDigits(UnsafeBufferPointer(rebasing: bytes[(second + 1)...]), urlOnly: true)
+            else { return nil }
+            return (h, p, s, Array(UnsafeBufferPointer(rebasing: bytes[..<second])))
+        }
     }
 }

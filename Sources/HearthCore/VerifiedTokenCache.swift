@@ -23,7 +23,8 @@ public final class VerifiedTokenCache<Value: Sendable>: Sendable {
     }
 
     public func value(for token: String) -> Value? {
-        state.withLock { g in
+        guard capacity > 0 else { return nil }
+        return state.withLock { g in
             if let v = g.young[token] { return v }
             guard let v = g.old.removeValue(forKey: token) else { return nil }
             Self.insert(v, token, into: &g, capacity: capacity)

@@ -64,3 +64,21 @@ struct SigV4Tests {
         #expect(post.fields["x-amz-signature"] == expected)
     }
 }
+
+/// The byte-level canonical header values must equal the Foundation trimming they replaced.
+struct CanonicalHeaderValueTests {
+    static func reference(_ raw: String) -> String {
+        raw.trimmingCharacters(in: .whitespaces).split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+    }
+
+    @Test func matchesFoundationTrimmingOnRandomValues() {
+        var rng = SystemRandomNumberGenerator()
+        let alphabet: [Character] = [" ", " ", "\t", "a", "b", "=", ";", "/", "\u{A0}", "é"]
+        for _ in 0..<2_000 {
+            let raw = String((0..<Int.random(in: 0...12, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+            var out: [UInt8] = []
+            SigV4.appendCanonicalHeaderValue(raw, to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == Self.reference(raw), "\(Array(raw.unicodeScalars))")
+        }
+    }
+}

@@ -142,8 +142,22 @@ public final class KeyRing: Sendable {
 
     /// The published (not yet expired) key with this id.
     public func publicKey(kid: String) -> _RSA.Signing.PublicKey? {
+        // Every verification asks: look the key up and check that no rotation is due under
+        // one lock, and run `rotate()` (which copies the key list) only when one is.
+        let now = clock.seconds
+        let (current, key) = keys.withLock { ks in
+            (Self.isCurrent(ks, now: now, policy: policy), ks.first(where: { $0.kid == kid })?.publicKey)
+        }
+        if current { return key }
         try? rotate()
         return keys.withLock { ks in ks.first(where: { $0.kid == kid })?.publicKey }
+    }
+
+    /// Whether `rotate()` at `now` would leave `keys` as they are (no key to add or retire).
+    static func isCurrent(_ keys: [Key], now: Int64, policy: Policy) -> Bool {
+        guard let last = keys.last, last.activatesAt + policy.rotationInterval > now, last.activatesAt > now else { return false }
+        if keys.count > 2, keys[1].activatesAt <= now, keys[1].activatesAt + policy.maxTokenLifetime + policy.clockSkew <= now { return false }
+        return true
     }
 
     /// Every published key, oldest first: retired ones still verifying, the active one and the next one.

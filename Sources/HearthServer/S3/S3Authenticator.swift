@@ -166,9 +166,9 @@ struct S3Authenticator: Sendable {
             throw S3Error.named("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
         }
         guard signedHeaders.contains("host") else { throw S3Error.named("AccessDenied", "The host header must be signed.") }
-        let canonical = SigV4.canonicalRequest(
+        let canonical = SigV4.canonicalRequestBytes(
             method: method, path: path, query: query, headers: headers, signedHeaders: signedHeaders, payloadHash: payloadHash)
-        let sts = SigV4.stringToSign(amzDate: amzDate, scope: scope, canonicalRequest: canonical)
+        let sts = SigV4.stringToSign(amzDate: amzDate, scope: scope, canonicalRequestBytes: canonical)
         let signingKey = SigV4.signingKey(secret: key.secret, scope: scope)
         guard SigV4.equal(SigV4.hex(SigV4.hmac(signingKey, sts)), signature) else {
             throw S3Error.named("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.")

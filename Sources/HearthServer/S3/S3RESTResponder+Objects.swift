@@ -117,6 +117,9 @@ extension S3RESTResponder {
         "response-content-encoding": .contentEncoding,
     ]
 
+    /// Objects (or ranges) up to this size are read into memory and sent in one piece.
+    static let inlineReadLimit: Int64 = 64 * 1024
+
     func getObject(_ request: Request, bucket: String, key: String) async throws -> Response {
         guard let o = try await store.object(bucket, key) else {
             if try await store.bucket(bucket) == nil { throw S3Error.named("NoSuchBucket", "The specified bucket does not exist.", resource: "/\(bucket)") }
@@ -170,6 +173,12 @@ extension S3RESTResponder {
         }
         headers[.contentLength] = String(range.count)
         if request.method == .head { return Response(status: status, headers: headers) }
+        if range.count <= Self.inlineReadLimit {
+            // Small objects (most GETs) are read at once and sent as one buffer.
+            let bytes = try await store.contents(o, range: range)
+            guard bytes.count == range.count else { throw HearthError(.internal, "The object's bytes are shorter than its size.") }
+            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
         let stream = store.read(o, range: range)
         return Response(
             status: status, headers: headers,

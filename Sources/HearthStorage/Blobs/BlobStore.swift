@@ -34,9 +34,20 @@ public protocol BlobStore: Sendable {
     func makeWriter() throws(HearthError) -> any BlobWriter
     /// Reads `range` (nil = everything) in chunks of at most `chunkSize` bytes.
     func read(_ id: String, range: Range<Int64>?, chunkSize: Int) -> AsyncThrowingStream<[UInt8], any Error>
+    /// Reads `range` into memory at once (for small objects: no stream to set up).
+    func readAll(_ id: String, range: Range<Int64>) async throws -> [UInt8]
     func delete(_ id: String) async throws
     /// Every finished blob id (for sweeping blobs no object references after a crash).
     func allBlobIDs() async throws -> [String]
+}
+
+extension BlobStore {
+    public func readAll(_ id: String, range: Range<Int64>) async throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(Int(range.count))
+        for try await chunk in read(id, range: range, chunkSize: max(1, Int(range.count))) { out += chunk }
+        return out
+    }
 }
 
 extension BlobWriter {

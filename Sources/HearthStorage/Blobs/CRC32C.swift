@@ -1,45 +1,22 @@
+import HearthCShims
+
 /// CRC-32C (Castagnoli), as Cloud Storage reports it in `crc32c` (base64 of the big-endian
-/// value). Slicing-by-8 over 8 tables: a few GB/s, so checksumming never limits an upload.
+/// value). Uses the CPU's CRC-32C instructions when it has them (SSE4.2 `crc32` on x86-64,
+/// the CRC extension on ARMv8; checked once at run time), else slicing-by-8 over 8 tables.
+/// Both give the same value for every input (tested against each other).
 public struct CRC32C: Sendable {
     public private(set) var value: UInt32 = 0
     private var crc: UInt32 = 0xFFFF_FFFF
 
     public init() {}
 
-    static let tables: [[UInt32]] = {
-        var t = [[UInt32]](repeating: [UInt32](repeating: 0, count: 256), count: 8)
-        for i in 0..<256 {
-            var c = UInt32(i)
-            for _ in 0..<8 { c = (c & 1) != 0 ? (c >> 1) ^ 0x82F6_3B78 : c >> 1 }
-            t[0][i] = c
-        }
-        for i in 0..<256 {
-            for k in 1..<8 { t[k][i] = (t[k - 1][i] >> 8) ^ t[0][Int(t[k - 1][i] & 0xFF)] }
-        }
-        return t
-    }()
+    /// Whether this process computes CRC-32C with CPU instructions.
+    public static let usesHardware: Bool = hearth_crc32c_hardware_available() != 0
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        var c = crc
-        Self.tables.withUnsafeBufferPointer { tables in
-            let t0 = tables[0], t1 = tables[1], t2 = tables[2], t3 = tables[3]
-            let t4 = tables[4], t5 = tables[5], t6 = tables[6], t7 = tables[7]
-            var i = 0
-            let n = bytes.count
-            while n - i >= 8 {
-                let lo = c ^ (UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24)
-                let hi = UInt32(bytes[i + 4]) | UInt32(bytes[i + 5]) << 8 | UInt32(bytes[i + 6]) << 16 | UInt32(bytes[i + 7]) << 24
-                c = t7[Int(lo & 0xFF)] ^ t6[Int((lo >> 8) & 0xFF)] ^ t5[Int((lo >> 16) & 0xFF)] ^ t4[Int(lo >> 24)]
-                    ^ t3[Int(hi & 0xFF)] ^ t2[Int((hi >> 8) & 0xFF)] ^ t1[Int((hi >> 16) & 0xFF)] ^ t0[Int(hi >> 24)]
-                i += 8
-            }
-            while i < n {
-                c = t0[Int((c ^ UInt32(bytes[i])) & 0xFF)] ^ (c >> 8)
-                i += 1
-            }
-        }
-        crc = c
-        value = ~c
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        crc = Self.usesHardware ? hearth_crc32c_hardware_update(crc, base, bytes.count) : Self.softwareUpdate(crc, bytes)
+        value = ~crc
     }
 
     public mutating func update<C: Collection<UInt8>>(_ bytes: C) {
@@ -55,5 +32,54 @@ public struct CRC32C: Sendable {
         var c = CRC32C()
         c.update(bytes)
         return c.value
+    }
+
+    // MARK: Portable implementation
+
+    /// Eight 256-entry tables, one after the other (table k at offset 256·k).
+    static let tables: [UInt32] = {
+        var t = [UInt32](repeating: 0, count: 8 * 256)
+        for i in 0..<256 {
+            var c = UInt32(i)
+            for _ in 0..<8 { c = (c & 1) != 0 ? (c >> 1) ^ 0x82F6_3B78 : c >> 1 }
+            t[i] = c
+        }
+        for i in 0..<256 {
+            for k in 1..<8 { t[k * 256 + i] = (t[(k - 1) * 256 + i] >> 8) ^ t[Int(t[(k - 1) * 256 + i] & 0xFF)] }
+        }
+        return t
+    }()
+
+    /// Continues the running register `state` over `bytes` without CPU CRC instructions.
+    static func softwareUpdate(_ state: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var c = state
+        tables.withUnsafeBufferPointer { tables in
+            let t = tables.baseAddress!
+            var i = 0
+            let n = bytes.count
+            while n - i >= 8 {
+                let lo = c ^ (UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24)
+                let hi = UInt32(bytes[i + 4]) | UInt32(bytes[i + 5]) << 8 | UInt32(bytes[i + 6]) << 16 | UInt32(bytes[i + 7]) << 24
+                c = t[1792 + Int(lo & 0xFF)] ^ t[1536 + Int((lo >> 8) & 0xFF)] ^ t[1280 + Int((lo >> 16) & 0xFF)] ^ t[1024 + Int(lo >> 24)]
+                    ^ t[768 + Int(hi & 0xFF)] ^ t[512 + Int((hi >> 8) & 0xFF)] ^ t[256 + Int((hi >> 16) & 0xFF)] ^ t[Int(hi >> 24)]
+                i += 8
+            }
+            while i < n {
+                c = t[Int((c ^ UInt32(bytes[i])) & 0xFF)] ^ (c >> 8)
+                i += 1
+            }
+        }
+        return c
+    }
+
+    /// The checksum of `bytes` by the portable implementation only (tests compare it with
+    /// the hardware one).
+    static func softwareChecksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 { ~softwareUpdate(0xFFFF_FFFF, bytes) }
+
+    /// The checksum of `bytes` by the CPU instructions; nil if this CPU has none.
+    static func hardwareChecksum(_ bytes: UnsafeRawBufferPointer) -> UInt32? {
+        guard usesHardware else { return nil }
+        guard let base = bytes.baseAddress else { return 0 }
+        return ~hearth_crc32c_hardware_update(0xFFFF_FFFF, base, bytes.count)
     }
 }

@@ -2,6 +2,8 @@ public import HearthCore
 public import Foundation
 import Crypto
 import Synchronization
+import Dispatch
+import HearthCShims
 #if canImport(Glibc)
 import Glibc
 private func sysWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int { Glibc.write(fd, p, n) }
@@ -83,6 +85,33 @@ public final class FilesystemBlobStore: BlobStore {
         guard fd >= 0 else { return AsyncThrowingStream { $0.finish(throwing: HearthError(.notFound, "The object's bytes are missing.")) } }
         let reader = ChunkReader(fd: fd, offset: range?.lowerBound ?? 0, end: range?.upperBound ?? Int64.max, chunk: max(1, chunkSize))
         return AsyncThrowingStream(unfolding: { try reader.next() })
+    }
+
+    /// One open and as many `pread`s as it takes (one, for a small object); a file shorter
+    /// than `range` gives what there is, as the stream does.
+    public func readAll(_ id: String, range: Range<Int64>) throws(HearthError) -> [UInt8] {
+        let path = try self.path(id)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw HearthError(.notFound, "The object's bytes are missing.") }
+        defer { sysClose(fd) }
+        let want = Int(range.count)
+        var failed: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: want) { buffer, initialized in
+            var got = 0
+            while got < want {
+                let n = pread(fd, buffer.baseAddress! + got, want - got, off_t(range.lowerBound) + off_t(got))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failed = errno
+                    break
+                }
+                if n == 0 { break }
+                got += n
+            }
+            initialized = got
+        }
+        if failed != 0 { throw HearthError(.internal, "Read failed (errno \(failed)).") }
+        return bytes
     }
 
     public func delete(_ id: String) throws(HearthError) {
@@ -167,7 +196,17 @@ final class ChunkReader: Sendable {
 }
 
 /// Appends to a temporary file, hashing as it goes.
+///
+/// Bytes are gathered into blocks of ``blockSize``. Each full block is written to the file and
+/// its CRC-32C taken on the caller's thread, and its MD5 is computed on a second thread
+/// (``BlockHasher``) while the caller goes on receiving and writing — MD5 alone runs at about
+/// the disk's rate, so hashing in line would halve a large upload's speed. At most
+/// ``BlockHasher/blocksInFlight`` blocks wait for the hasher (bounded memory). Writeback of
+/// each block is started at once, so the final fsync has little left to do. An upload that
+/// never fills a block (most small objects) is written and hashed in line when it finishes.
 final class FileBlobWriter: BlobWriter {
+    static let blockSize = 1 << 20
+
     let store: FilesystemBlobStore
     let id: String
     let tmpPath: String
@@ -176,8 +215,13 @@ final class FileBlobWriter: BlobWriter {
     struct State {
         var fd: Int32
         var size: Int64 = 0
-        var md5 = Insecure.MD5()
+        /// Received bytes not yet written to the file (less than a block, between writes).
+        var pending: [UInt8] = []
+        /// Bytes written to the file so far.
+        var written: Int64 = 0
         var crc = CRC32C()
+        /// Created when the first full block is written.
+        var hasher: BlockHasher?
         var done = false
     }
 
@@ -193,36 +237,66 @@ final class FileBlobWriter: BlobWriter {
     func write(_ bytes: UnsafeRawBufferPointer) throws(HearthError) {
         let result: Result<Void, HearthError> = state.withLock { s in
             guard !s.done else { return .failure(HearthError(.failedPrecondition, "The upload is already finished.")) }
-            var off = 0
-            while off < bytes.count {
-                let n = sysWrite(s.fd, bytes.baseAddress! + off, bytes.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    let code: ErrorCode = errno == ENOSPC ? .resourceExhausted : .internal
-                    return .failure(HearthError(code, "Cannot write the upload to disk (errno \(errno))."))
-                }
-                off += n
+            var offset = 0
+            while offset < bytes.count {
+                let n = min(bytes.count - offset, Self.blockSize - s.pending.count)
+                if s.pending.count + n == Self.blockSize && s.pending.capacity < Self.blockSize { s.pending.reserveCapacity(Self.blockSize) }
+                s.pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)]))
+                offset += n
+                guard s.pending.count == Self.blockSize else { continue }
+                var block: [UInt8] = []
+                swap(&block, &s.pending)
+                if let e = Self.writeAll(s.fd, block) { return .failure(e) }
+                s.crc.update(block)
+                _ = hearth_start_writeback(s.fd, s.written, Int64(block.count))
+                s.written += Int64(block.count)
+                let hasher = s.hasher ?? BlockHasher()
+                s.hasher = hasher
+                s.pending = hasher.submit(block)
             }
-            s.md5.update(bufferPointer: bytes)
-            s.crc.update(bytes)
             s.size += Int64(bytes.count)
             return .success(())
         }
         try result.get()
     }
 
+    /// Writes all of `block` at the file's current offset; the error to report, if any.
+    static func writeAll(_ fd: Int32, _ block: [UInt8]) -> HearthError? {
+        block.withUnsafeBytes { bytes -> HearthError? in
+            var off = 0
+            while off < bytes.count {
+                let n = sysWrite(fd, bytes.baseAddress! + off, bytes.count - off)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    let code: ErrorCode = errno == ENOSPC ? .resourceExhausted : .internal
+                    return HearthError(code, "Cannot write the upload to disk (errno \(errno)).")
+                }
+                off += n
+            }
+            return nil
+        }
+    }
+
     func finish() async throws -> BlobInfo {
         let result: Result<BlobInfo, HearthError> = state.withLock { s in
             guard !s.done else { return .failure(HearthError(.failedPrecondition, "The upload is already finished.")) }
             s.done = true
-            let ok = fsync(s.fd) == 0
+            let tail = s.pending
+            s.pending = []
+            var failure = Self.writeAll(s.fd, tail)
+            if failure == nil && fsync(s.fd) != 0 {
+                failure = HearthError(.internal, "Cannot make the upload durable (errno \(errno)).")
+            }
             sysClose(s.fd)
             s.fd = -1
-            guard ok else {
+            if let failure {
                 unlink(tmpPath)
-                return .failure(HearthError(.internal, "Cannot make the upload durable (errno \(errno))."))
+                return .failure(failure)
             }
-            return .success(BlobInfo(id: id, size: s.size, md5: Array(s.md5.finalize()), crc32c: s.crc.value))
+            s.crc.update(tail)
+            // The hasher finished its blocks while the fsync ran (or finishes them now).
+            let md5 = s.hasher.map { $0.finalize(tail) } ?? Array(Insecure.MD5.hash(data: tail))
+            return .success(BlobInfo(id: id, size: s.size, md5: md5, crc32c: s.crc.value))
         }
         let info = try result.get()
         do {
@@ -238,6 +312,7 @@ final class FileBlobWriter: BlobWriter {
         state.withLock { s in
             guard !s.done else { return }
             s.done = true
+            s.pending = []
             sysClose(s.fd)
             s.fd = -1
             unlink(tmpPath)
@@ -247,5 +322,60 @@ final class FileBlobWriter: BlobWriter {
     deinit {
         // A writer dropped without finish or abort leaves no partial blob.
         abort()
+    }
+}
+
+/// MD5 of a large upload's blocks, in order, on a thread of its own: a serial dispatch queue
+/// (not the Swift concurrency pool, whose threads the uploads themselves run on). A caller
+/// submitting a block waits only when ``blocksInFlight`` blocks are already queued; finished
+/// blocks' buffers are handed back for reuse, so a long upload allocates a few blocks, not one
+/// per megabyte.
+final class BlockHasher: Sendable {
+    static let blocksInFlight = 4
+
+    let queue = DispatchQueue(label: "hearth.storage.md5")
+    let slots = DispatchSemaphore(value: blocksInFlight)
+    let md5 = Mutex(Insecure.MD5())
+    /// Emptied buffers of hashed blocks, ready to be filled again.
+    let spare = Mutex<[[UInt8]]>([])
+
+    /// Queues `block` for hashing and returns an empty buffer to gather the next one in.
+    func submit(_ block: consuming [UInt8]) -> [UInt8] {
+        slots.wait()
+        let box = Handoff(block)
+        queue.async { [self] in
+            var bytes = box.take()
+            bytes.withUnsafeBytes { p in md5.withLock { $0.update(bufferPointer: p) } }
+            bytes.removeAll(keepingCapacity: true)
+            spare.withLock { $0.append(bytes) }
+            slots.signal()
+        }
+        if let buffer = spare.withLock({ $0.popLast() }) { return buffer }
+        var fresh: [UInt8] = []
+        fresh.reserveCapacity(FileBlobWriter.blockSize)
+        return fresh
+    }
+
+    /// A block on its way to the hasher; taking it out leaves the hasher the only owner of
+    /// its buffer, so emptying it for reuse keeps the allocation.
+    final class Handoff: Sendable {
+        let bytes: Mutex<[UInt8]>
+        init(_ bytes: consuming [UInt8]) { self.bytes = Mutex(bytes) }
+        func take() -> [UInt8] {
+            bytes.withLock { b in
+                var out: [UInt8] = []
+                swap(&out, &b)
+                return out
+            }
+        }
+    }
+
+    /// Waits for the queued blocks, hashes `tail` after them and returns the digest.
+    func finalize(_ tail: [UInt8]) -> [UInt8] {
+        queue.sync {}
+        return md5.withLock { h in
+            tail.withUnsafeBytes { h.update(bufferPointer: $0) }
+            return Array(h.finalize())
+        }
     }
 }

@@ -14,10 +14,15 @@ public final class ObjectStore: Sendable {
     /// Access keys read in the last second (every signed S3 request needs its key; the CLI
     /// may revoke one from another process, so entries are trusted for one second only).
     let accessKeyCache = Mutex<[String: (key: S3AccessKey?, read: ContinuousClock.Instant)]>([:])
+    /// Object rows for reads (see ``ObjectMetadataCache`` for why a read never sees a row
+    /// older than the last acknowledged write).
+    let metadataCache: ObjectMetadataCache
 
-    public init(writer: any DatabaseWriter, blobs: any BlobStore) throws {
+    /// `metadataCacheSize` bounds the rows kept for reads (0 turns the cache off).
+    public init(writer: any DatabaseWriter, blobs: any BlobStore, metadataCacheSize: Int = 16_384) throws {
         self.writer = writer
         self.blobs = blobs
+        self.metadataCache = ObjectMetadataCache(capacity: metadataCacheSize)
         try Self.migrator.migrate(writer)
     }
 
@@ -151,7 +156,26 @@ public final class ObjectStore: Sendable {
     // MARK: Objects
 
     public func object(_ bucket: String, _ name: String) async throws -> StorageObject? {
-        try await writer.read { db in try Self.fetch(db, bucket, name) }
+        if let cached = metadataCache.object(bucket, name) { return cached }
+        let epoch = metadataCache.epoch
+        let object = try await writer.read { db in try Self.fetch(db, bucket, name) }
+        if let object { metadataCache.insert(object, readAt: epoch) }
+        return object
+    }
+
+    /// Runs a write transaction that may change the object `bucket`/`name`, then drops that
+    /// object's cached row — also when the transaction failed (it may have been cancelled
+    /// after committing) — before the caller acts on the result.
+    func writeObject<T: Sendable>(_ bucket: String, _ name: String, _ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let result: T
+        do {
+            result = try await writer.write(updates)
+        } catch {
+            metadataCache.invalidate(bucket, name)
+            throw error
+        }
+        metadataCache.invalidate(bucket, name)
+        return result
     }
 
     static func fetch(_ db: Database, _ bucket: String, _ name: String) throws -> StorageObject? {
@@ -183,7 +207,7 @@ public final class ObjectStore: Sendable {
         let time = Self.now()
         let result: (StorageObject, String?)
         do {
-            result = try await writer.write { db in
+            result = try await writeObject(bucket, name) { db in
                 try self.requireBucket(db, bucket)
                 let current = try Self.fetch(db, bucket, name)
                 try preconditions.check(current)
@@ -232,6 +256,12 @@ public final class ObjectStore: Sendable {
         blobs.read(object.blobID, range: range, chunkSize: chunkSize)
     }
 
+    /// The object's bytes in `range` (nil = all), read into memory at once: for small objects,
+    /// where setting up a stream costs more than the read.
+    public func contents(_ object: StorageObject, range: Range<Int64>? = nil) async throws -> [UInt8] {
+        try await blobs.readAll(object.blobID, range: range ?? 0..<object.size)
+    }
+
     /// Reads a whole object into memory (small objects, tests).
     public func bytes(_ object: StorageObject) async throws -> [UInt8] {
         var out: [UInt8] = []
@@ -242,7 +272,7 @@ public final class ObjectStore: Sendable {
     /// Changes metadata (a new metageneration; the bytes and generation stay).
     public func update(_ bucket: String, _ name: String, _ patch: ObjectPatch, preconditions: ObjectPreconditions = .none) async throws -> StorageObject {
         let time = Self.now()
-        return try await writer.write { db in
+        return try await writeObject(bucket, name) { db in
             try self.requireBucket(db, bucket)
             guard var o = try Self.fetch(db, bucket, name) else { throw HearthError(.notFound, "No such object: \(bucket)/\(name)") }
             try preconditions.check(o)
@@ -256,7 +286,7 @@ public final class ObjectStore: Sendable {
 
     /// Deletes an object: NOT_FOUND if it does not exist.
     public func delete(_ bucket: String, _ name: String, preconditions: ObjectPreconditions = .none) async throws {
-        let orphan: String? = try await writer.write { db in
+        let orphan: String? = try await writeObject(bucket, name) { db in
             try self.requireBucket(db, bucket)
             guard let o = try Self.fetch(db, bucket, name) else { throw HearthError(.notFound, "No such object: \(bucket)/\(name)") }
             try preconditions.check(o)
@@ -274,7 +304,7 @@ public final class ObjectStore: Sendable {
     ) async throws -> StorageObject {
         try StorageNames.validateObject(destination.name)
         let time = Self.now()
-        let result: (StorageObject, String?) = try await writer.write { db in
+        let result: (StorageObject, String?) = try await writeObject(destination.bucket, destination.name) { db in
             try self.requireBucket(db, source.bucket)
             try self.requireBucket(db, destination.bucket)
             guard let src = try Self.fetch(db, source.bucket, source.name) else {

@@ -27,14 +27,16 @@ public enum SigV4 {
     }
 
     public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
+        out.reserveCapacity(64)
         for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0xF)])
+            out.append(lowerHex[Int(b >> 4)])
+            out.append(lowerHex[Int(b & 0xF)])
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    static let lowerHex = Array("0123456789abcdef".utf8)
 
     public static func sha256Hex(_ bytes: [UInt8]) -> String { hex(SHA256.hash(data: bytes)) }
 
@@ -81,23 +83,98 @@ public enum SigV4 {
     public static func canonicalRequest(
         method: String, path: String, query: [(String, String)], headers: [String: String], signedHeaders: [String], payloadHash: String
     ) -> String {
-        var encoded: [(String, String)] = query.map { (uriEncode($0.0), uriEncode($0.1)) }
-        encoded.sort { a, b in a.0 == b.0 ? a.1 < b.1 : a.0 < b.0 }
-        let canonicalQuery = encoded.map { $0.0 + "=" + $0.1 }.joined(separator: "&")
-        var canonicalHeaders = ""
-        for name in signedHeaders {
-            let raw: String = headers[name] ?? ""
-            let words = raw.trimmingCharacters(in: .whitespaces).split(separator: " ", omittingEmptySubsequences: true)
-            canonicalHeaders += name + ":" + words.joined(separator: " ") + "\n"
+        String(
+            decoding: canonicalRequestBytes(
+                method: method, path: path, query: query, headers: headers, signedHeaders: signedHeaders, payloadHash: payloadHash),
+            as: UTF8.self)
+    }
+
+    /// ``canonicalRequest(method:path:query:headers:signedHeaders:payloadHash:)`` built in
+    /// one byte buffer (every signed request builds one).
+    public static func canonicalRequestBytes(
+        method: String, path: String, query: [(String, String)], headers: [String: String], signedHeaders: [String], payloadHash: String
+    ) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
+        out += method.utf8
+        out.append(0x0A)
+        appendURIEncoded(path, keepSlash: true, to: &out)
+        out.append(0x0A)
+        // Encoded names and values are ASCII, so byte order is the order AWS sorts in.
+        var encoded: [([UInt8], [UInt8])] = query.map { pair in
+            var k: [UInt8] = [], v: [UInt8] = []
+            appendURIEncoded(pair.0, keepSlash: false, to: &k)
+            appendURIEncoded(pair.1, keepSlash: false, to: &v)
+            return (k, v)
         }
-        let parts: [String] = [
-            method, uriEncode(path, keepSlash: true), canonicalQuery, canonicalHeaders, signedHeaders.joined(separator: ";"), payloadHash,
-        ]
-        return parts.joined(separator: "\n")
+        encoded.sort { a, b in a.0 == b.0 ? a.1.lexicographicallyPrecedes(b.1) : a.0.lexicographicallyPrecedes(b.0) }
+        for (n, (k, v)) in encoded.enumerated() {
+            if n > 0 { out.append(UInt8(ascii: "&")) }
+            out += k
+            out.append(UInt8(ascii: "="))
+            out += v
+        }
+        out.append(0x0A)
+        for name in signedHeaders {
+            out += name.utf8
+            out.append(UInt8(ascii: ":"))
+            appendCanonicalHeaderValue(headers[name] ?? "", to: &out)
+            out.append(0x0A)
+        }
+        out.append(0x0A)
+        for (n, name) in signedHeaders.enumerated() {
+            if n > 0 { out.append(UInt8(ascii: ";")) }
+            out += name.utf8
+        }
+        out.append(0x0A)
+        out += payloadHash.utf8
+        return out
+    }
+
+    /// A header value with surrounding whitespace trimmed and inner runs of spaces made one.
+    static func appendCanonicalHeaderValue(_ raw: String, to out: inout [UInt8]) {
+        guard raw.utf8.allSatisfy({ $0 < 0x80 }) else {
+            // Non-ASCII values: Foundation's trimming (Unicode whitespace), as always.
+            let words = raw.trimmingCharacters(in: .whitespaces).split(separator: " ", omittingEmptySubsequences: true)
+            out += words.joined(separator: " ").utf8
+            return
+        }
+        let bytes = raw.utf8
+        // `.whitespaces` in ASCII: space and tab.
+        var start = bytes.startIndex, end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start = bytes.index(after: start) }
+        while end > start, bytes[bytes.index(before: end)] == 0x20 || bytes[bytes.index(before: end)] == 0x09 { end = bytes.index(before: end) }
+        var previousSpace = false
+        for b in bytes[start..<end] {
+            if b == 0x20 {
+                if !previousSpace { out.append(b) }
+                previousSpace = true
+            } else {
+                out.append(b)
+                previousSpace = false
+            }
+        }
+    }
+
+    static func appendURIEncoded(_ s: String, keepSlash: Bool, to out: inout [UInt8]) {
+        for b in s.utf8 {
+            switch b {
+            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x5F, 0x2E, 0x7E: out.append(b)
+            case 0x2F where keepSlash: out.append(b)
+            default:
+                out.append(UInt8(ascii: "%"))
+                out.append(upperHex[Int(b >> 4)])
+                out.append(upperHex[Int(b & 15)])
+            }
+        }
     }
 
     public static func stringToSign(amzDate: String, scope: Scope, canonicalRequest: String) -> String {
-        [algorithm, amzDate, scope.text, sha256Hex(Array(canonicalRequest.utf8))].joined(separator: "\n")
+        stringToSign(amzDate: amzDate, scope: scope, canonicalRequestBytes: Array(canonicalRequest.utf8))
+    }
+
+    public static func stringToSign(amzDate: String, scope: Scope, canonicalRequestBytes: [UInt8]) -> String {
+        [algorithm, amzDate, scope.text, sha256Hex(canonicalRequestBytes)].joined(separator: "\n")
     }
 
     public static func signature(secret: String, scope: Scope, stringToSign: String) -> String {
