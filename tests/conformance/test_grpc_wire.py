@@ -151,12 +151,14 @@ def test_unknown_method_is_unimplemented(channel):
     assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
 
 
-def test_listen_is_not_served_yet(channel):
+def test_listen_request_without_a_target_change_is_invalid(channel):
     listen = channel.stream_stream(SERVICE + "Listen", request_serializer=lambda m: fs.ListenRequest.serialize(m),
                                    response_deserializer=lambda b: fs.ListenResponse.deserialize(b))
     with pytest.raises(grpc.RpcError) as e:
         list(listen(iter([fs.ListenRequest(database=ROOT)]), metadata=OWNER, timeout=10))
-    assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "add or remove a target" in e.value.details()
+    assert get_ok(channel)
 
 
 def test_oversized_message_is_resource_exhausted(channel):
