@@ -105,7 +105,9 @@ struct ListenBench {
                 seconds: Self.seconds(ContinuousClock.now - t0), latencies: latencies))
             if n == 10_000 {
                 let perStream = Double(rssAfter - rssBefore) / Double(n)
-                print("  memory per idle Listen stream (engine only, RSS delta over \(n)): \(String(format: "%.1f", perStream / 1024)) KiB")
+                let harness = await Self.harnessBytes(n) / Double(n)
+                print("  memory per idle Listen stream (engine only, RSS delta over \(n)): \(String(format: "%.1f", perStream / 1024)) KiB,"
+                    + " of which the bench's own task and command stream per stream: \(String(format: "%.1f", harness / 1024)) KiB")
             }
             await streams.close()
         }
@@ -191,6 +193,25 @@ struct ListenBench {
             for c in calls { await c.close() }
             await client.close()
         }
+    }
+
+    /// The RSS of what the bench itself holds per stream (a task awaiting a command stream),
+    /// measured alone, so it can be told apart from the engine's share.
+    static func harnessBytes(_ n: Int) async -> Double {
+        let before = residentBytes()
+        var continuations: [AsyncStream<ListenCommand>.Continuation] = []
+        var tasks: [Task<Void, Never>] = []
+        for _ in 0..<n {
+            let (stream, continuation) = AsyncStream<ListenCommand>.makeStream()
+            continuation.yield(.remove(1))
+            continuations.append(continuation)
+            tasks.append(Task { for await _ in stream {} })
+        }
+        try? await Task.sleep(for: .milliseconds(200))
+        let after = residentBytes()
+        for c in continuations { c.finish() }
+        for t in tasks { await t.value }
+        return Double(after - before)
     }
 
     static func seconds(_ d: Duration) -> Double {

@@ -1,4 +1,6 @@
+import Crypto
 import HearthCore
+import HearthFirestoreProto
 import NIOCore
 import Testing
 
@@ -102,5 +104,36 @@ struct GRPCStatusTests {
         #expect(GRPCStatus.parseTimeout("S") == nil)
         #expect(GRPCStatus.parseTimeout("10x") == nil)
         #expect(GRPCStatus.parseTimeout("123456789S") == nil)
+    }
+}
+
+@Suite("Listen bloom filters")
+struct ListenBloomFilterTests {
+    /// Whether `name` is in the filter, computed as the Firebase SDKs test it.
+    static func contains(_ f: Google_Firestore_V1_BloomFilter, _ name: String) -> Bool {
+        let bitmap = [UInt8](f.bits.bitmap)
+        let bitCount = UInt64(bitmap.count * 8 - Int(f.bits.padding))
+        guard bitCount > 0 else { return false }
+        let digest = Array(Insecure.MD5.hash(data: Array(name.utf8)))
+        let h1 = digest[0..<8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let h2 = digest[8..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        for i in 0..<UInt64(f.hashCount) {
+            let bit = (h1 &+ i &* h2) % bitCount
+            if bitmap[Int(bit / 8)] & (1 << (bit % 8)) == 0 { return false }
+        }
+        return true
+    }
+
+    @Test("Every name is in the filter; other names rarely are (about 1%)")
+    func membership() {
+        let names = (0..<500).map { "projects/p/databases/(default)/documents/rooms/r\($0)" }
+        let filter = FirestoreGRPCService.bloomFilter(names)
+        #expect(filter.hashCount > 0 && !filter.bits.bitmap.isEmpty)
+        #expect(filter.bits.padding >= 0 && filter.bits.padding < 8)
+        for n in names { #expect(Self.contains(filter, n)) }
+        let others = (0..<5000).map { "projects/p/databases/(default)/documents/rooms/x\($0)" }
+        let falsePositives = others.filter { Self.contains(filter, $0) }.count
+        #expect(falsePositives < 150, "false-positive rate \(Double(falsePositives) / 50)%")
+        #expect(FirestoreGRPCService.bloomFilter([]).bits.bitmap.isEmpty)
     }
 }
