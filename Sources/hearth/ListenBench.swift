@@ -89,20 +89,7 @@ struct ListenBench {
             let streams = open(paths, arrivals: arrivals)
             try await waitRegistered(n)
             let rssAfter = Self.residentBytes()
-            var latencies: [Double] = []
-            var missed = 0
-            let t0 = ContinuousClock.now
-            for i in 0..<writes {
-                seq += 1
-                let start = ContinuousClock.now
-                _ = try await engine.commit(database, [.set(paths[i * 7919 % n], ["seq": .integer(Int64(seq))])])
-                let deadline = ContinuousClock.now + .seconds(5)
-                while arrivals.count(seq) == 0 && ContinuousClock.now < deadline { await Task.yield() }
-                if let arrived = arrivals.times(seq).first { latencies.append(Self.seconds(arrived - start)) } else { missed += 1 }
-            }
-            print(Measurement(
-                name: "commit to listener, \(n) streams", operations: latencies.count, errors: missed,
-                seconds: Self.seconds(ContinuousClock.now - t0), latencies: latencies))
+            print(try await latency("commit to listener, \(n) streams", paths, arrivals, seq: &seq))
             if n == 10_000 {
                 let perStream = Double(rssAfter - rssBefore) / Double(n)
                 let harness = await Self.harnessBytes(n) / Double(n)
@@ -172,20 +159,7 @@ struct ListenBench {
                 try await Task.sleep(for: .milliseconds(20))
             }
             let rssAfter = Self.residentBytes()
-            var latencies: [Double] = []
-            var missed = 0
-            let t0 = ContinuousClock.now
-            for i in 0..<writes {
-                seq += 1
-                let start = ContinuousClock.now
-                _ = try await engine.commit(self.database, [.set(paths[i * 7919 % n], ["seq": .integer(Int64(seq))])])
-                let wait = ContinuousClock.now + .seconds(30)
-                while arrivals.count(seq) == 0 && ContinuousClock.now < wait { await Task.yield() }
-                if let arrived = arrivals.times(seq).first { latencies.append(Self.seconds(arrived - start)) } else { missed += 1 }
-            }
-            print(Measurement(
-                name: "commit to gRPC listener, \(n) streams", operations: latencies.count, errors: missed,
-                seconds: Self.seconds(ContinuousClock.now - t0), latencies: latencies))
+            print(try await latency("commit to gRPC listener, \(n) streams", paths, arrivals, seq: &seq))
             if n >= 1000 {
                 let perStream = Double(rssAfter - rssBefore) / Double(n)
                 print("  \(n) gRPC Listen streams held; RSS per stream, server and in-process client together: \(String(format: "%.1f", perStream / 1024)) KiB")
@@ -193,6 +167,23 @@ struct ListenBench {
             for c in calls { await c.close() }
             await client.close()
         }
+    }
+
+    /// `writes` commits, one at a time, each to one of `paths`, and how long each took to reach
+    /// its listener (a write not seen within 30 s counts as an error).
+    func latency(_ name: String, _ paths: [ResourcePath], _ arrivals: Arrivals, seq: inout Int) async throws -> Measurement {
+        var latencies: [Double] = []
+        var missed = 0
+        let t0 = ContinuousClock.now
+        for i in 0..<writes {
+            seq += 1
+            let start = ContinuousClock.now
+            _ = try await engine.commit(database, [.set(paths[i * 7919 % paths.count], ["seq": .integer(Int64(seq))])])
+            let deadline = ContinuousClock.now + .seconds(30)
+            while arrivals.count(seq) == 0 && ContinuousClock.now < deadline { await Task.yield() }
+            if let arrived = arrivals.times(seq).first { latencies.append(Self.seconds(arrived - start)) } else { missed += 1 }
+        }
+        return Measurement(name: name, operations: latencies.count, errors: missed, seconds: Self.seconds(ContinuousClock.now - t0), latencies: latencies)
     }
 
     /// The RSS of what the bench itself holds per stream (a task awaiting a command stream),
