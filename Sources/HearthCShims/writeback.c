@@ -14,3 +14,16 @@ int hearth_start_writeback(int fd, int64_t offset, int64_t length) {
     return 0;
 #endif
 }
+
+int hearth_set_direct_io(int fd, int on) {
+#if defined(__linux__)
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0) return -1;
+    flags = on ? (flags | O_DIRECT) : (flags & ~O_DIRECT);
+    return fcntl(fd, F_SETFL, flags) == 0 ? 0 : -1;
+#else
+    (void)fd;
+    (void)on;
+    return -1;
+#endif
+}

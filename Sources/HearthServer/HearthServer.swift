@@ -119,6 +119,14 @@ public struct HearthServer: Sendable {
         .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
     }
 
+    /// The object ports (Storage, S3): `http1` reading up to 1 MiB at a time (see
+    /// ``BulkReadHTTP1Channel``).
+    static var bulkHTTP1: HTTPServerBuilder {
+        HTTPServerBuilder { responder in
+            BulkReadHTTP1Channel(responder: responder, configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
+        }
+    }
+
     /// The Firestore port: HTTP/1.1 (REST, as `http1`) and HTTP/2 with prior knowledge (gRPC)
     /// on one socket, told apart by the connection's first bytes.
     static var http1AndH2C: HTTPServerBuilder {
@@ -157,8 +165,8 @@ public struct HearthServer: Sendable {
                     grpc: FirestoreGRPCService(engine: engine, authenticator: authenticator, security: security, logger: logger)
                         .responder(logger: logger)),
                 ready, server: Self.http1AndH2C),
-            listener("storage", storage, ready),
-            listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready),
+            listener("storage", storage, ready, server: Self.bulkHTTP1),
+            listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready, server: Self.bulkHTTP1),
         ]
         services.append(ListenHeartbeat(engine: engine))
         if let file = configuration.firestoreRulesFile {

@@ -43,6 +43,30 @@ struct BlobWriterTests {
         #expect(t.files("tmp").isEmpty)
     }
 
+    /// Large uploads with direct I/O (where the temporary directory's file system takes it),
+    /// without it, and on tmpfs (which may refuse it): the same bytes and checksums either way,
+    /// including the tail that is not a whole block and a write that lands exactly on the end
+    /// of a block.
+    @Test(arguments: [(false, true), (false, false), (true, true)])
+    func largeUploadsOnEveryWritePath(onTmpfs: Bool, directIO: Bool) async throws {
+        let shm = URL(fileURLWithPath: "/dev/shm")
+        if onTmpfs && !FileManager.default.fileExists(atPath: shm.path) { return }
+        let t = try onTmpfs ? TempStore(parent: shm, directIO: directIO) : TempStore(directIO: directIO)
+        for size in [3 * FileBlobWriter.blockSize, 2 * FileBlobWriter.blockSize + 4097] {
+            let data = Self.randomBytes(size)
+            let w = try t.blobs.makeWriter()
+            try w.write(data[0..<FileBlobWriter.blockSize])
+            try w.write(data[FileBlobWriter.blockSize..<(FileBlobWriter.blockSize + 10)])
+            try w.write(data[(FileBlobWriter.blockSize + 10)...])
+            let info = try await w.finish()
+            #expect(info.size == Int64(size))
+            #expect(info.md5 == Array(Insecure.MD5.hash(data: data)))
+            #expect(info.crc32c == CRC32C.checksum(data))
+            #expect(try await t.blobs.readAll(info.id, range: 0..<Int64(size)) == data)
+        }
+        #expect(t.files("tmp").isEmpty)
+    }
+
     @Test func abortAfterSeveralBlocksLeavesNothing() async throws {
         let t = try TempStore()
         let w = try t.blobs.makeWriter()

@@ -11,10 +11,12 @@ final class TempStore {
     let store: ObjectStore
     let blobs: FilesystemBlobStore
 
-    init() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-storage-\(UUID().uuidString)")
+    /// `parent` picks the file system (default: the temporary directory); `directIO` as in
+    /// ``FilesystemBlobStore/init(root:directIO:)``.
+    init(parent: URL = FileManager.default.temporaryDirectory, directIO: Bool = true) throws {
+        dir = parent.appendingPathComponent("hearth-storage-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        blobs = try FilesystemBlobStore(root: dir.appendingPathComponent("objects"))
+        blobs = try FilesystemBlobStore(root: dir.appendingPathComponent("objects"), directIO: directIO)
         store = try ObjectStore(writer: try DatabasePool(path: dir.appendingPathComponent("storage.sqlite").path), blobs: blobs)
     }
 

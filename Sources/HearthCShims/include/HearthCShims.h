@@ -22,4 +22,18 @@ uint32_t hearth_crc32c_hardware_update(uint32_t state, const void *bytes, size_t
 /// left to do. Not a durability guarantee; a no-op where unsupported. Returns 0 or -1.
 int hearth_start_writeback(int fd, int64_t offset, int64_t length);
 
+/// Turns direct I/O (Linux `O_DIRECT`: writes go from the caller's buffer to the device, not
+/// through the page cache) on (`on` = 1) or off for `fd`. Direct writes need buffers,
+/// offsets and lengths aligned to the device's block size. Returns 0, or -1 where the file
+/// system or platform does not support it (the caller keeps buffered writes).
+int hearth_set_direct_io(int fd, int on);
+
+/// Runs MD5's compression function over `blocks` 64-byte blocks at `data`, updating `state`
+/// (A, B, C, D). Padding and length are the caller's. Any alignment.
+void hearth_md5_blocks(uint32_t state[4], const void *data, size_t blocks);
+
+/// 1 if this build compiled `hearth_md5_blocks` with optimization (it is then faster than
+/// the library MD5), else 0.
+int hearth_md5_optimized(void);
+
 #endif

@@ -6,11 +6,9 @@ import Dispatch
 import HearthCShims
 #if canImport(Glibc)
 import Glibc
-private func sysWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int { Glibc.write(fd, p, n) }
 private func sysClose(_ fd: Int32) { _ = Glibc.close(fd) }
 #elseif canImport(Darwin)
 import Darwin
-private func sysWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int { Darwin.write(fd, p, n) }
 private func sysClose(_ fd: Int32) { _ = Darwin.close(fd) }
 #endif
 
@@ -24,9 +22,14 @@ public final class FilesystemBlobStore: BlobStore {
     /// `blobs.path`, for building blob paths without URL work on every read.
     let blobsPath: String
     let tmp: URL
+    /// Whether large uploads' full blocks may be written with direct I/O (see ``BlockPipeline``).
+    let directIO: Bool
 
-    public init(root: URL) throws(HearthError) {
+    /// `directIO: false` keeps every write in the page cache (tests use it to cover that path
+    /// on file systems that would accept direct I/O).
+    public init(root: URL, directIO: Bool = true) throws(HearthError) {
         self.root = root
+        self.directIO = directIO
         blobs = root.appendingPathComponent("blobs")
         blobsPath = blobs.path
         tmp = root.appendingPathComponent("tmp")
@@ -197,13 +200,12 @@ final class ChunkReader: Sendable {
 
 /// Appends to a temporary file, hashing as it goes.
 ///
-/// Bytes are gathered into blocks of ``blockSize``. Each full block is written to the file and
-/// its CRC-32C taken on the caller's thread, and its MD5 is computed on a second thread
-/// (``BlockHasher``) while the caller goes on receiving and writing — MD5 alone runs at about
-/// the disk's rate, so hashing in line would halve a large upload's speed. At most
-/// ``BlockHasher/blocksInFlight`` blocks wait for the hasher (bounded memory). Writeback of
-/// each block is started at once, so the final fsync has little left to do. An upload that
-/// never fills a block (most small objects) is written and hashed in line when it finishes.
+/// Bytes are gathered into blocks of ``blockSize``. An upload that never fills a block (most
+/// small objects) is written, hashed and fsynced when it finishes. Once a block fills, the
+/// writer hands its blocks to a ``BlockPipeline``: the caller's thread copies received bytes
+/// into the block, takes its CRC-32C (hardware, several GB/s) and writes it — with direct I/O
+/// where the file system allows it — while its MD5, which alone runs at about the disk's rate,
+/// is taken on a thread of its own.
 final class FileBlobWriter: BlobWriter {
     static let blockSize = 1 << 20
 
@@ -215,13 +217,15 @@ final class FileBlobWriter: BlobWriter {
     struct State {
         var fd: Int32
         var size: Int64 = 0
-        /// Received bytes not yet written to the file (less than a block, between writes).
+        /// Received bytes of an upload that has not filled a block yet.
         var pending: [UInt8] = []
-        /// Bytes written to the file so far.
+        /// The block being filled, once the upload has filled one.
+        var block: AlignedBlock?
+        /// Bytes written to the file so far (whole blocks).
         var written: Int64 = 0
         var crc = CRC32C()
-        /// Created when the first full block is written.
-        var hasher: BlockHasher?
+        /// Created when the first full block is ready.
+        var pipeline: BlockPipeline?
         var done = false
     }
 
@@ -237,22 +241,32 @@ final class FileBlobWriter: BlobWriter {
     func write(_ bytes: UnsafeRawBufferPointer) throws(HearthError) {
         let result: Result<Void, HearthError> = state.withLock { s in
             guard !s.done else { return .failure(HearthError(.failedPrecondition, "The upload is already finished.")) }
+            if let failure = s.pipeline?.failure { return .failure(failure) }
             var offset = 0
+            if s.block == nil {
+                // Below one block: gather in a plain array (no 1 MiB buffer for a small object).
+                let n = min(bytes.count, Self.blockSize - s.pending.count)
+                if n < Self.blockSize - s.pending.count {
+                    s.pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[0..<n]))
+                    s.size += Int64(bytes.count)
+                    return .success(())
+                }
+                let pipeline = BlockPipeline(fd: s.fd, direct: store.directIO)
+                let block = pipeline.freshBlock()
+                s.pending.withUnsafeBytes { block.append($0) }
+                s.pending = []
+                s.pipeline = pipeline
+                s.block = block
+            }
             while offset < bytes.count {
-                let n = min(bytes.count - offset, Self.blockSize - s.pending.count)
-                if s.pending.count + n == Self.blockSize && s.pending.capacity < Self.blockSize { s.pending.reserveCapacity(Self.blockSize) }
-                s.pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)]))
+                let block = s.block!
+                let n = min(bytes.count - offset, Self.blockSize - block.count)
+                block.append(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)]))
                 offset += n
-                guard s.pending.count == Self.blockSize else { continue }
-                var block: [UInt8] = []
-                swap(&block, &s.pending)
-                if let e = Self.writeAll(s.fd, block) { return .failure(e) }
-                s.crc.update(block)
-                _ = hearth_start_writeback(s.fd, s.written, Int64(block.count))
-                s.written += Int64(block.count)
-                let hasher = s.hasher ?? BlockHasher()
-                s.hasher = hasher
-                s.pending = hasher.submit(block)
+                guard block.count == Self.blockSize else { continue }
+                s.crc.update(block.bytes)
+                s.block = s.pipeline!.submit(block, at: s.written)
+                s.written += Int64(Self.blockSize)
             }
             s.size += Int64(bytes.count)
             return .success(())
@@ -260,43 +274,57 @@ final class FileBlobWriter: BlobWriter {
         try result.get()
     }
 
-    /// Writes all of `block` at the file's current offset; the error to report, if any.
-    static func writeAll(_ fd: Int32, _ block: [UInt8]) -> HearthError? {
-        block.withUnsafeBytes { bytes -> HearthError? in
-            var off = 0
-            while off < bytes.count {
-                let n = sysWrite(fd, bytes.baseAddress! + off, bytes.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    let code: ErrorCode = errno == ENOSPC ? .resourceExhausted : .internal
-                    return HearthError(code, "Cannot write the upload to disk (errno \(errno)).")
-                }
-                off += n
+    /// Writes all of `bytes` at `offset`; the error to report, if any.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) -> HearthError? {
+        var off = 0
+        while off < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + off, bytes.count - off, off_t(offset) + off_t(off))
+            if n < 0 {
+                if errno == EINTR { continue }
+                let code: ErrorCode = errno == ENOSPC ? .resourceExhausted : .internal
+                return HearthError(code, "Cannot write the upload to disk (errno \(errno)).")
             }
-            return nil
+            off += n
         }
+        return nil
     }
 
     func finish() async throws -> BlobInfo {
         let result: Result<BlobInfo, HearthError> = state.withLock { s in
             guard !s.done else { return .failure(HearthError(.failedPrecondition, "The upload is already finished.")) }
             s.done = true
-            let tail = s.pending
-            s.pending = []
-            var failure = Self.writeAll(s.fd, tail)
-            if failure == nil && fsync(s.fd) != 0 {
-                failure = HearthError(.internal, "Cannot make the upload durable (errno \(errno)).")
+            if s.block != nil, s.pipeline?.direct == true {
+                // The tail is not a whole block: it goes through the page cache.
+                _ = hearth_set_direct_io(s.fd, 0)
+            }
+            let fd = s.fd, written = s.written, pipeline = s.pipeline
+            let finished: (UnsafeRawBufferPointer) -> Result<[UInt8], HearthError> = { tail in
+                var failure = pipeline?.failure ?? Self.writeAll(fd, tail, at: written)
+                if failure == nil && fsync(fd) != 0 {
+                    failure = HearthError(.internal, "Cannot make the upload durable (errno \(errno)).")
+                }
+                if let failure { return .failure(failure) }
+                return .success(pipeline.map { $0.finalize(tail) } ?? Array(Insecure.MD5.hash(data: tail)))
+            }
+            let outcome: Result<[UInt8], HearthError>
+            if let block = s.block {
+                outcome = finished(block.bytes)
+                s.crc.update(block.bytes)
+            } else {
+                outcome = s.pending.withUnsafeBytes { finished($0) }
+                s.crc.update(s.pending)
             }
             sysClose(s.fd)
             s.fd = -1
-            if let failure {
+            s.pending = []
+            s.block = nil
+            switch outcome {
+            case .failure(let failure):
                 unlink(tmpPath)
                 return .failure(failure)
+            case .success(let md5):
+                return .success(BlobInfo(id: id, size: s.size, md5: md5, crc32c: s.crc.value))
             }
-            s.crc.update(tail)
-            // The hasher finished its blocks while the fsync ran (or finishes them now).
-            let md5 = s.hasher.map { $0.finalize(tail) } ?? Array(Insecure.MD5.hash(data: tail))
-            return .success(BlobInfo(id: id, size: s.size, md5: md5, crc32c: s.crc.value))
         }
         let info = try result.get()
         do {
@@ -313,6 +341,7 @@ final class FileBlobWriter: BlobWriter {
             guard !s.done else { return }
             s.done = true
             s.pending = []
+            s.block = nil
             sysClose(s.fd)
             s.fd = -1
             unlink(tmpPath)
@@ -325,57 +354,107 @@ final class FileBlobWriter: BlobWriter {
     }
 }
 
-/// MD5 of a large upload's blocks, in order, on a thread of its own: a serial dispatch queue
-/// (not the Swift concurrency pool, whose threads the uploads themselves run on). A caller
-/// submitting a block waits only when ``blocksInFlight`` blocks are already queued; finished
-/// blocks' buffers are handed back for reuse, so a long upload allocates a few blocks, not one
-/// per megabyte.
-final class BlockHasher: Sendable {
+/// One block of a large upload: ``FileBlobWriter/blockSize`` bytes of page-aligned memory, as
+/// direct I/O needs. The filling thread owns it until it is submitted; then the pipeline's
+/// writer and hasher only read it, and whichever finishes last empties it for reuse.
+final class AlignedBlock: @unchecked Sendable {
+    static let alignment = 4096
+
+    let base: UnsafeMutableRawPointer
+    private(set) var count = 0
+
+    init() {
+        base = .allocate(byteCount: FileBlobWriter.blockSize, alignment: Self.alignment)
+    }
+
+    deinit { base.deallocate() }
+
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    /// Appends `source`, which must fit.
+    func append(_ source: UnsafeRawBufferPointer) {
+        precondition(count + source.count <= FileBlobWriter.blockSize)
+        guard let from = source.baseAddress, source.count > 0 else { return }
+        (base + count).copyMemory(from: from, byteCount: source.count)
+        count += source.count
+    }
+
+    func reset() { count = 0 }
+}
+
+/// What happens to a large upload's full blocks: the caller writes each to the file in turn,
+/// and a serial dispatch queue of its own (not the Swift concurrency pool, whose threads the
+/// uploads themselves run on) takes their MD5 in order, in parallel with the caller receiving
+/// the next ones. MD5 runs at about a disk's speed on one core, so it is the one job worth a
+/// thread of its own; writing on the caller's thread keeps the wakeups that would preempt the
+/// hasher down to one per block.
+///
+/// Blocks are written with direct I/O (`O_DIRECT`) when the file system accepts it: the bytes
+/// go from the block to the device without a copy into the page cache, so a large upload
+/// costs neither the copy nor the page-cache churn and leaves the cache to hot small objects
+/// (a large object is read back from disk). Where direct I/O is refused (tmpfs, other
+/// platforms) the blocks go through the page cache with writeback started at once, so the
+/// final fsync has little left to do.
+///
+/// At most ``blocksInFlight`` blocks wait for the hasher; a caller submitting one more waits.
+/// Hashed blocks are kept for reuse, so a long upload allocates a few blocks, not one per
+/// megabyte.
+final class BlockPipeline: Sendable {
     static let blocksInFlight = 4
 
-    let queue = DispatchQueue(label: "hearth.storage.md5")
+    let fd: Int32
+    /// Whether the blocks are written with direct I/O.
+    let direct: Bool
+    let hashQueue = DispatchQueue(label: "hearth.storage.md5")
     let slots = DispatchSemaphore(value: blocksInFlight)
-    let md5 = Mutex(Insecure.MD5())
-    /// Emptied buffers of hashed blocks, ready to be filled again.
-    let spare = Mutex<[[UInt8]]>([])
+    let md5 = Mutex(MD5Stream())
+    let spare = Mutex<[AlignedBlock]>([])
+    let firstFailure = Mutex<HearthError?>(nil)
 
-    /// Queues `block` for hashing and returns an empty buffer to gather the next one in.
-    func submit(_ block: consuming [UInt8]) -> [UInt8] {
-        slots.wait()
-        let box = Handoff(block)
-        queue.async { [self] in
-            var bytes = box.take()
-            bytes.withUnsafeBytes { p in md5.withLock { $0.update(bufferPointer: p) } }
-            bytes.removeAll(keepingCapacity: true)
-            spare.withLock { $0.append(bytes) }
-            slots.signal()
-        }
-        if let buffer = spare.withLock({ $0.popLast() }) { return buffer }
-        var fresh: [UInt8] = []
-        fresh.reserveCapacity(FileBlobWriter.blockSize)
-        return fresh
+    /// `direct`: try direct I/O (it is used only if the file system accepts it).
+    init(fd: Int32, direct: Bool) {
+        self.fd = fd
+        self.direct = direct && hearth_set_direct_io(fd, 1) == 0
     }
 
-    /// A block on its way to the hasher; taking it out leaves the hasher the only owner of
-    /// its buffer, so emptying it for reuse keeps the allocation.
-    final class Handoff: Sendable {
-        let bytes: Mutex<[UInt8]>
-        init(_ bytes: consuming [UInt8]) { self.bytes = Mutex(bytes) }
-        func take() -> [UInt8] {
-            bytes.withLock { b in
-                var out: [UInt8] = []
-                swap(&out, &b)
-                return out
+    /// The first write error, if any (later blocks are then skipped).
+    var failure: HearthError? { firstFailure.withLock { $0 } }
+
+    func freshBlock() -> AlignedBlock { spare.withLock { $0.popLast() } ?? AlignedBlock() }
+
+    /// Writes a full `block` to the file at `offset`, queues it for the hash, and returns an
+    /// empty block to fill next.
+    func submit(_ block: AlignedBlock, at offset: Int64) -> AlignedBlock {
+        if failure == nil {
+            var error = FileBlobWriter.writeAll(fd, block.bytes, at: offset)
+            if error != nil && direct {
+                // Direct I/O can still be refused for one write (EINVAL): once more through the cache.
+                _ = hearth_set_direct_io(fd, 0)
+                error = FileBlobWriter.writeAll(fd, block.bytes, at: offset)
+                _ = hearth_set_direct_io(fd, 1)
+            }
+            if let error {
+                firstFailure.withLock { if $0 == nil { $0 = error } }
+            } else if !direct {
+                _ = hearth_start_writeback(fd, offset, Int64(block.count))
             }
         }
+        slots.wait()
+        hashQueue.async { [self] in
+            md5.withLock { $0.update(block.bytes) }
+            block.reset()
+            spare.withLock { $0.append(block) }
+            slots.signal()
+        }
+        return freshBlock()
     }
 
-    /// Waits for the queued blocks, hashes `tail` after them and returns the digest.
-    func finalize(_ tail: [UInt8]) -> [UInt8] {
-        queue.sync {}
+    /// Hashes `tail` after the submitted blocks and returns the digest.
+    func finalize(_ tail: UnsafeRawBufferPointer) -> [UInt8] {
+        hashQueue.sync {}
         return md5.withLock { h in
-            tail.withUnsafeBytes { h.update(bufferPointer: $0) }
-            return Array(h.finalize())
+            h.update(tail)
+            return h.finalize()
         }
     }
 }
