@@ -20,13 +20,18 @@ struct StorageBench {
 
     func run(storagePort: Int, s3Port: Int) async throws {
         FileHandle.standardError.write(Data("  preparing 100 MiB of random bytes…\n".utf8))
-        var rng = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: Self.largeSize)
-        for i in stride(from: 0, to: bytes.count, by: 8) {
-            let r = rng.next()
-            withUnsafeBytes(of: r) { raw in
-                for j in 0..<min(8, bytes.count - i) { bytes[i + j] = raw[j] }
+        // xorshift64* from one random seed: incompressible enough for a disk and a hash, and
+        // quick (a system random draw per 8 bytes took longer than the measurements).
+        var x = UInt64.random(in: 1...UInt64.max)
+        let bytes = [UInt8](unsafeUninitializedCapacity: Self.largeSize) { out, count in
+            let words = UnsafeMutableRawBufferPointer(out).bindMemory(to: UInt64.self)
+            for i in 0..<words.count {
+                x ^= x >> 12
+                x ^= x << 25
+                x ^= x >> 27
+                words[i] = x &* 0x2545_F491_4F6C_DD1D
             }
+            count = Self.largeSize
         }
         let source = dir + "/storage-bench-source.bin"
         FileManager.default.createFile(atPath: source, contents: Data(bytes))

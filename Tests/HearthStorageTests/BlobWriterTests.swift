@@ -126,6 +126,7 @@ struct BlobWriterTests {
             #expect(streamed == Array(data[Int(range.lowerBound)..<Int(range.upperBound)]))
         }
         try await t.store.delete("b-1", "k")
+        await t.store.settleReclaims()
         await #expect(throws: HearthError.self) { _ = try await t.store.contents(o) }
     }
 }

@@ -73,6 +73,7 @@ struct ObjectStoreTests {
         let b = try await t.store.put("demo.appspot.com", "users/alice/avatar.png", Array("bye".utf8))
         #expect(b.generation > a.generation)
         #expect(try await t.store.bytes(b) == Array("bye".utf8))
+        await t.store.settleReclaims()
         #expect(t.files("blobs").count == 1, "the replaced blob is deleted")
         #expect(t.files("tmp").isEmpty)
     }
@@ -123,8 +124,10 @@ struct ObjectStoreTests {
         #expect(t.files("blobs").count == 1)
         try await t.store.delete("b-1", "src")
         #expect(try await t.store.bytes(c) == Array("data".utf8))
+        await t.store.settleReclaims()
         #expect(t.files("blobs").count == 1)
         try await t.store.delete("b-2", "dst")
+        await t.store.settleReclaims()
         #expect(t.files("blobs").isEmpty)
         await #expect(throws: HearthError.self) { try await t.store.deleteBucket("no-such") }
         try await t.store.deleteBucket("b-2")

@@ -70,6 +70,17 @@ def remote_keys(remote) -> list[str]:
     return [o["Key"] for o in remote.list_objects_v2(Bucket="hearth-blobs").get("Contents", [])]
 
 
+def eventually(check, timeout=15.0):
+    """Replaced and deleted objects' bytes are removed after the write answers (in the
+    background), so the external bucket catches up shortly after."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
 def test_objects_live_in_the_external_bucket(backend):
     srv, remote = backend
     base = f"{srv.storage_base}/v0/b/demo-hearth.appspot.com/o"
@@ -89,10 +100,9 @@ def test_objects_live_in_the_external_bucket(backend):
     # Replacing and deleting remove the old bytes from the external bucket.
     requests.post(base, params={"name": "users/u1/video.bin"}, data=b"smaller",
                   headers={"Authorization": "Bearer owner"}, timeout=60)
-    keys2 = remote_keys(remote)
-    assert len(keys2) == 1 and keys2 != keys
+    assert eventually(lambda: len(remote_keys(remote)) == 1 and remote_keys(remote) != keys)
     assert requests.delete(f"{base}/users%2Fu1%2Fvideo.bin", headers={"Authorization": "Bearer owner"}, timeout=60).status_code == 204
-    assert remote_keys(remote) == []
+    assert eventually(lambda: remote_keys(remote) == [])
     # Nothing is spooled locally once uploads finish.
     assert not any((srv.data_dir / "objects" / "tmp").iterdir())
 
@@ -110,7 +120,7 @@ def test_s3_api_and_multipart_over_the_external_bucket(backend):
     s3.complete_multipart_upload(Bucket=bucket, Key="k", UploadId=up["UploadId"],
                                  MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
     assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == p1 + p2
-    assert len(remote_keys(remote)) == 1, "the parts are deleted once the object is assembled"
+    assert eventually(lambda: len(remote_keys(remote)) == 1), "the parts are deleted once the object is assembled"
     s3.delete_object(Bucket=bucket, Key="k")
     s3.delete_bucket(Bucket=bucket)
-    assert remote_keys(remote) == []
+    assert eventually(lambda: remote_keys(remote) == [])

@@ -45,6 +45,21 @@ struct PayloadDecoder {
 
     static func bad(_ code: String, _ message: String) -> HearthError { HearthError(.invalidArgument, "\(code): \(message)") }
 
+    /// Whether the body is the object's bytes as they are (no aws-chunked framing): the caller
+    /// then passes each piece to ``pass(_:)`` and stores the piece itself, without a copy.
+    var passesThrough: Bool {
+        switch mode {
+        case .raw, .sha256: true
+        case .chunked: false
+        }
+    }
+
+    /// Accounts for a piece of a body that ``passesThrough``.
+    mutating func pass(_ bytes: UnsafeRawBufferPointer) {
+        if case .sha256 = mode { sha.update(bufferPointer: bytes) }
+        decodedLength += Int64(bytes.count)
+    }
+
     /// Decoded bytes available from this piece of the body.
     mutating func feed(_ bytes: some Collection<UInt8>) throws(HearthError) -> [UInt8] {
         switch mode {

@@ -73,8 +73,15 @@ extension S3RESTResponder {
         var decoder = PayloadDecoder(mode: caller.payload)
         do {
             for try await chunk in request.body {
-                let bytes = try decoder.feed(chunk.readableBytesView)
-                if !bytes.isEmpty { try writer.write(bytes) }
+                if decoder.passesThrough {
+                    try chunk.withUnsafeReadableBytes { raw throws(HearthError) in
+                        decoder.pass(raw)
+                        try writer.write(raw)
+                    }
+                } else {
+                    let bytes = try decoder.feed(chunk.readableBytesView)
+                    if !bytes.isEmpty { try writer.write(bytes) }
+                }
                 if writer.size > Self.maxObjectSize { throw S3Error.named("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size.") }
             }
             try decoder.finish(decodedLengthHeader: decoded)

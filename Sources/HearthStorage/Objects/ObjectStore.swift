@@ -17,12 +17,15 @@ public final class ObjectStore: Sendable {
     /// Object rows for reads (see ``ObjectMetadataCache`` for why a read never sees a row
     /// older than the last acknowledged write).
     let metadataCache: ObjectMetadataCache
+    /// Deletes replaced and deleted objects' bytes after the write has answered.
+    let reclaimer: BlobReclaimer
 
     /// `metadataCacheSize` bounds the rows kept for reads (0 turns the cache off).
     public init(writer: any DatabaseWriter, blobs: any BlobStore, metadataCacheSize: Int = 16_384) throws {
         self.writer = writer
         self.blobs = blobs
         self.metadataCache = ObjectMetadataCache(capacity: metadataCacheSize)
+        self.reclaimer = BlobReclaimer(blobs: blobs)
         try Self.migrator.migrate(writer)
     }
 
@@ -225,7 +228,7 @@ public final class ObjectStore: Sendable {
             try? await blobs.delete(info.id)
             throw error
         }
-        if let old = result.1 { try? await blobs.delete(old) }
+        reclaimer.reclaim(result.1.map { [$0] } ?? [])
         return result.0
     }
 
@@ -293,7 +296,7 @@ public final class ObjectStore: Sendable {
             try db.execute(sql: "DELETE FROM storage_objects WHERE bucket = ? AND name = ?", arguments: [bucket, name])
             return try Self.unreferenced(db, o.blobID)
         }
-        if let orphan { try? await blobs.delete(orphan) }
+        reclaimer.reclaim(orphan.map { [$0] } ?? [])
     }
 
     /// Copies an object (sharing its immutable bytes); `attributes` nil keeps the source's metadata.
@@ -333,9 +336,13 @@ public final class ObjectStore: Sendable {
             let orphan = try current.flatMap { $0.blobID == o.blobID ? nil : try Self.unreferenced(db, $0.blobID) }
             return (o, orphan)
         }
-        if let orphan = result.1 { try? await blobs.delete(orphan) }
+        reclaimer.reclaim(result.1.map { [$0] } ?? [])
         return result.0
     }
+
+    /// Returns once the bytes of every object replaced or deleted so far are deleted too (they
+    /// go after the write has answered; see ``BlobReclaimer``).
+    public func settleReclaims() async { await reclaimer.settle() }
 
     /// Removes blobs no object refers to (left by a crash between finishing bytes and
     /// committing metadata). Returns how many were removed.

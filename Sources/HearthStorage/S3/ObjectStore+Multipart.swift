@@ -81,7 +81,7 @@ extension ObjectStore {
             try? await blobs.delete(info.id)
             throw error
         }
-        if let old { try? await blobs.delete(old) }
+        reclaimer.reclaim(old.map { [$0] } ?? [])
         return UploadedPart(number: number, size: info.size, md5: info.md5, modified: now, blobID: info.id)
     }
 
@@ -142,7 +142,7 @@ extension ObjectStore {
             try db.execute(sql: "DELETE FROM storage_multipart WHERE upload_id = ?", arguments: [upload.id])
             return ids
         }
-        for id in blobIDs { try? await blobs.delete(id) }
+        reclaimer.reclaim(blobIDs)
     }
 
     static func encodeAttributes(_ a: ObjectAttributes) -> String {
