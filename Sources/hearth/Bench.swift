@@ -29,7 +29,9 @@ struct Bench: AsyncParsableCommand {
             REST), grpc (single-document Commit and GetDocument over gRPC/h2c on the Firestore port, next to \
             the same REST write and get in the same run; --grpc-connections HTTP/2 connections carry the \
             clients' streams), query (a 20-document query page from collections of --small and --large documents), \
-            storage (100 MiB through Firebase Storage v0 and S3 next to a same-run disk copy; 4 KiB S3 \
+            storage (100 MiB through Firebase Storage v0 and S3 next to a same-run disk copy, taking \
+            turns with it, and to MD5 of the same bytes on one core, with each upload's share of the \
+            disk-copy rate and its CPU time; 4 KiB S3 \
             PUT/GET with 32 clients, and 4 KiB GETs through presigned URLs from wrk, next to the bare \
             HTTP stack under wrk, when wrk is installed). \
             Clients run in this process against an in-process server on 127.0.0.1, except wrk.
