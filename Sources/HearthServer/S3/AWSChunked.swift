@@ -10,6 +10,12 @@ import Foundation
 ///   `STREAMING-UNSIGNED-PAYLOAD-TRAILER`): `size[;chunk-signature=…]\r\n data \r\n …`, each
 ///   chunk's signature chained from the request's, then optional trailers whose
 ///   `x-amz-checksum-crc32`/`-crc32c`/`-sha256` must match the decoded bytes.
+///
+/// The decoder never copies object bytes: ``feed(_:emit:)`` hands out slices of the piece it
+/// was given, and only chunk headers, the CRLFs between chunks and trailers are gathered in a
+/// small buffer (they may be split across pieces). Checksums are taken only for what will be
+/// checked: the trailers `x-amz-trailer` declares (every kind, if it declares none), and each
+/// chunk's SHA-256 when chunks are signed.
 struct PayloadDecoder {
     enum Mode {
         case raw
@@ -25,12 +31,40 @@ struct PayloadDecoder {
         case done
     }
 
+    /// The checksum trailers a body can carry.
+    struct Checksums: OptionSet {
+        let rawValue: Int
+        static let crc32 = Checksums(rawValue: 1)
+        static let crc32c = Checksums(rawValue: 2)
+        static let sha256 = Checksums(rawValue: 4)
+        static let all: Checksums = [.crc32, .crc32c, .sha256]
+
+        /// From `x-amz-trailer` (comma-separated names); nil or no known name: all of them.
+        init(declared: String?) {
+            var c: Checksums = []
+            for name in (declared ?? "").split(separator: ",") {
+                switch name.trimmingCharacters(in: .whitespaces).lowercased() {
+                case "x-amz-checksum-crc32": c.insert(.crc32)
+                case "x-amz-checksum-crc32c": c.insert(.crc32c)
+                case "x-amz-checksum-sha256": c.insert(.sha256)
+                default: break
+                }
+            }
+            self = c.isEmpty ? .all : c
+        }
+
+        init(rawValue: Int) { self.rawValue = rawValue }
+    }
+
     let mode: Mode
     var state: ChunkState = .header
-    var buffer: [UInt8] = []
+    /// A chunk header, the CRLF after a chunk's data, or a trailer line, while incomplete.
+    var line: [UInt8] = []
     var previousSignature = ""
     var chunkSignature: String?
-    var chunk: [UInt8] = []
+    /// The current chunk's SHA-256 (signed chunks only).
+    var chunkSHA = SHA256()
+    let checksums: Checksums
     var sha = SHA256()
     var crc32 = CRC32()
     var crc32c = CRC32C()
@@ -38,133 +72,145 @@ struct PayloadDecoder {
     var trailers: [String: String] = [:]
     static let maxChunk = 16 << 20
 
-    init(mode: Mode) {
+    /// `declaredTrailer`: the request's `x-amz-trailer` header.
+    init(mode: Mode, declaredTrailer: String? = nil) {
         self.mode = mode
-        if case .chunked(let s?, _) = mode { previousSignature = s.seed }
+        switch mode {
+        case .raw: checksums = []
+        case .sha256: checksums = .sha256
+        case .chunked(let signing, let trailer):
+            checksums = trailer ? Checksums(declared: declaredTrailer) : []
+            if let signing { previousSignature = signing.seed }
+        }
     }
 
     static func bad(_ code: String, _ message: String) -> HearthError { HearthError(.invalidArgument, "\(code): \(message)") }
 
-    /// Whether the body is the object's bytes as they are (no aws-chunked framing): the caller
-    /// then passes each piece to ``pass(_:)`` and stores the piece itself, without a copy.
-    var passesThrough: Bool {
-        switch mode {
-        case .raw, .sha256: true
-        case .chunked: false
+    var signed: Bool {
+        if case .chunked(_?, _) = mode { return true }
+        return false
+    }
+
+    /// Decodes one piece of the body, calling `emit` with each run of object bytes in it (slices
+    /// of `bytes`, valid only during the call).
+    mutating func feed(
+        _ bytes: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) throws(HearthError) -> Void
+    ) throws(HearthError) {
+        guard case .chunked = mode else {
+            account(bytes)
+            if !bytes.isEmpty { try emit(bytes) }
+            return
         }
-    }
-
-    /// Accounts for a piece of a body that ``passesThrough``.
-    mutating func pass(_ bytes: UnsafeRawBufferPointer) {
-        if case .sha256 = mode { sha.update(bufferPointer: bytes) }
-        decodedLength += Int64(bytes.count)
-    }
-
-    /// Decoded bytes available from this piece of the body.
-    mutating func feed(_ bytes: some Collection<UInt8>) throws(HearthError) -> [UInt8] {
-        switch mode {
-        case .raw:
-            let out = Array(bytes)
-            decodedLength += Int64(out.count)
-            return out
-        case .sha256:
-            let out = Array(bytes)
-            sha.update(data: out)
-            decodedLength += Int64(out.count)
-            return out
-        case .chunked:
-            buffer.append(contentsOf: bytes)
-            return try drain()
-        }
-    }
-
-    mutating func drain() throws(HearthError) -> [UInt8] {
-        var out: [UInt8] = []
-        while true {
+        var i = 0
+        let n = bytes.count
+        while i < n {
             switch state {
             case .header:
-                guard let eol = crlf() else {
-                    if buffer.count > 4096 { throw Self.bad("IncompleteBody", "A chunk header is malformed.") }
-                    return out
-                }
-                let line = String(decoding: buffer[..<eol], as: UTF8.self)
-                buffer.removeFirst(eol + 2)
-                let fields = line.split(separator: ";", maxSplits: 1)
-                guard let sizeText = fields.first, let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0,
-                      size <= Self.maxChunk
-                else { throw Self.bad("IncompleteBody", "A chunk size is malformed.") }
-                chunkSignature = nil
-                if fields.count == 2, fields[1].hasPrefix("chunk-signature=") { chunkSignature = String(fields[1].dropFirst(16)) }
-                chunk.removeAll(keepingCapacity: true)
-                if size == 0 {
-                    try verifyChunk()
-                    if case .chunked(_, let trailer) = mode, trailer {
-                        state = .trailers
-                    } else {
-                        state = .dataEnd
-                        // The terminating chunk is followed by an empty line.
-                    }
-                    if case .dataEnd = state {
-                        state = .done
-                        if buffer.count >= 2, buffer[0] == 13, buffer[1] == 10 { buffer.removeFirst(2) }
-                    }
-                    continue
-                }
-                state = .data(remaining: size)
+                guard let complete = try gatherLine(bytes, &i, limit: 4096, what: "A chunk header is malformed.") else { return }
+                try startChunk(complete)
             case .data(let remaining):
-                guard !buffer.isEmpty else { return out }
-                let n = min(remaining, buffer.count)
-                let piece = Array(buffer[..<n])
-                buffer.removeFirst(n)
-                if case .chunked(_?, _) = mode { chunk += piece }
-                crc32.update(piece)
-                crc32c.update(piece)
-                sha.update(data: piece)
-                decodedLength += Int64(n)
-                out += piece
-                state = remaining - n == 0 ? .dataEnd : .data(remaining: remaining - n)
+                let take = min(remaining, n - i)
+                let piece = UnsafeRawBufferPointer(rebasing: bytes[i..<(i + take)])
+                account(piece)
+                if signed { chunkSHA.update(bufferPointer: piece) }
+                try emit(piece)
+                i += take
+                state = remaining == take ? .dataEnd : .data(remaining: remaining - take)
             case .dataEnd:
-                guard buffer.count >= 2 else { return out }
-                guard buffer[0] == 13, buffer[1] == 10 else { throw Self.bad("IncompleteBody", "A chunk is longer than its size.") }
-                buffer.removeFirst(2)
-                try verifyChunk()
-                state = .header
-            case .trailers:
-                guard let eol = crlf() else {
-                    if buffer.count > 8192 { throw Self.bad("IncompleteBody", "Trailers are malformed.") }
-                    return out
+                line.append(bytes[i])
+                i += 1
+                if line.count == 1 && line[0] != 13 { throw Self.bad("IncompleteBody", "A chunk is longer than its size.") }
+                if line.count == 2 {
+                    guard line[1] == 10 else { throw Self.bad("IncompleteBody", "A chunk is longer than its size.") }
+                    line.removeAll(keepingCapacity: true)
+                    try verifyChunk()
+                    state = .header
                 }
-                let line = String(decoding: buffer[..<eol], as: UTF8.self)
-                buffer.removeFirst(eol + 2)
-                if line.isEmpty {
+            case .trailers:
+                guard let complete = try gatherLine(bytes, &i, limit: 8192, what: "Trailers are malformed.") else { return }
+                let text = String(decoding: complete, as: UTF8.self)
+                if text.isEmpty {
                     state = .done
                     continue
                 }
-                let kv = line.split(separator: ":", maxSplits: 1)
+                let kv = text.split(separator: ":", maxSplits: 1)
                 if kv.count == 2 { trailers[kv[0].lowercased().trimmingCharacters(in: .whitespaces)] = kv[1].trimmingCharacters(in: .whitespaces) }
             case .done:
-                if buffer.contains(where: { $0 != 13 && $0 != 10 }) { throw Self.bad("IncompleteBody", "Data follows the final chunk.") }
-                buffer.removeAll()
-                return out
+                guard bytes[i] == 13 || bytes[i] == 10 else { throw Self.bad("IncompleteBody", "Data follows the final chunk.") }
+                i += 1
             }
         }
+    }
+
+    /// Decoded bytes of one piece (for small bodies).
+    mutating func feed(_ bytes: some Collection<UInt8>) throws(HearthError) -> [UInt8] {
+        let copy = Array(bytes)
+        var out: [UInt8] = []
+        let result: Result<Void, HearthError> = copy.withUnsafeBytes { raw in
+            do throws(HearthError) {
+                try feed(raw) { piece throws(HearthError) in out.append(contentsOf: piece) }
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try result.get()
+        return out
+    }
+
+    /// Moves bytes into ``line`` up to and including a CRLF; the line without it once complete.
+    private mutating func gatherLine(
+        _ bytes: UnsafeRawBufferPointer, _ i: inout Int, limit: Int, what: String
+    ) throws(HearthError) -> [UInt8]? {
+        while i < bytes.count {
+            let b = bytes[i]
+            i += 1
+            line.append(b)
+            if b == 10, line.count >= 2, line[line.count - 2] == 13 {
+                let complete = Array(line[..<(line.count - 2)])
+                line.removeAll(keepingCapacity: true)
+                return complete
+            }
+            if line.count > limit { throw Self.bad("IncompleteBody", what) }
+        }
+        return nil
+    }
+
+    private mutating func startChunk(_ header: [UInt8]) throws(HearthError) {
+        let text = String(decoding: header, as: UTF8.self)
+        let fields = text.split(separator: ";", maxSplits: 1)
+        guard let sizeText = fields.first, let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0,
+              size <= Self.maxChunk
+        else { throw Self.bad("IncompleteBody", "A chunk size is malformed.") }
+        chunkSignature = nil
+        if fields.count == 2, fields[1].hasPrefix("chunk-signature=") { chunkSignature = String(fields[1].dropFirst(16)) }
+        chunkSHA = SHA256()
+        guard size == 0 else {
+            state = .data(remaining: size)
+            return
+        }
+        // The final, empty chunk: its signature, then trailers or the closing empty line.
+        try verifyChunk()
+        if case .chunked(_, true) = mode { state = .trailers } else { state = .done }
+    }
+
+    private mutating func account(_ bytes: UnsafeRawBufferPointer) {
+        if checksums.contains(.crc32) { crc32.update(bytes) }
+        if checksums.contains(.crc32c) { crc32c.update(bytes) }
+        if checksums.contains(.sha256) { sha.update(bufferPointer: bytes) }
+        decodedLength += Int64(bytes.count)
     }
 
     mutating func verifyChunk() throws(HearthError) {
         guard case .chunked(let signing?, _) = mode else { return }
         guard let given = chunkSignature else { throw Self.bad("SignatureDoesNotMatch", "A chunk has no signature.") }
         let expected = SigV4.chunkSignature(
-            signingKey: signing.key, amzDate: signing.amzDate, scope: signing.scope, previous: previousSignature, chunk: chunk)
+            signingKey: signing.key, amzDate: signing.amzDate, scope: signing.scope, previous: previousSignature,
+            chunkSHA256: SigV4.hex(chunkSHA.finalize()))
         guard SigV4.equal(expected, given) else {
             throw HearthError(.permissionDenied, "SignatureDoesNotMatch: The chunk signature we calculated does not match the signature you provided.")
         }
         previousSignature = given
-    }
-
-    func crlf() -> Int? {
-        guard buffer.count >= 2 else { return nil }
-        for i in 0..<(buffer.count - 1) where buffer[i] == 13 && buffer[i + 1] == 10 { return i }
-        return nil
     }
 
     /// The body ended: everything must have arrived and every checksum must hold.
@@ -182,15 +228,18 @@ struct PayloadDecoder {
             if let d = decodedLengthHeader, d != decodedLength {
                 throw Self.bad("IncompleteBody", "x-amz-decoded-content-length says \(d) bytes, the body has \(decodedLength).")
             }
-            if let v = trailers["x-amz-checksum-crc32"], v != Data(crc32.bigEndianBytes).base64EncodedString() {
-                throw Self.bad("BadDigest", "The CRC32 you specified did not match the calculated checksum.")
-            }
-            if let v = trailers["x-amz-checksum-crc32c"], v != Data(crc32c.bigEndianBytes).base64EncodedString() {
-                throw Self.bad("BadDigest", "The CRC32C you specified did not match the calculated checksum.")
-            }
-            if let v = trailers["x-amz-checksum-sha256"], v != Data(sha.finalize()).base64EncodedString() {
-                throw Self.bad("BadDigest", "The SHA256 you specified did not match the calculated checksum.")
-            }
+            try check("x-amz-checksum-crc32", .crc32, "CRC32") { Data($0.crc32.bigEndianBytes).base64EncodedString() }
+            try check("x-amz-checksum-crc32c", .crc32c, "CRC32C") { Data($0.crc32c.bigEndianBytes).base64EncodedString() }
+            try check("x-amz-checksum-sha256", .sha256, "SHA256") { Data($0.sha.finalize()).base64EncodedString() }
         }
+    }
+
+    /// A checksum trailer must match; one `x-amz-trailer` did not declare is refused.
+    private func check(_ name: String, _ kind: Checksums, _ label: String, _ computed: (PayloadDecoder) -> String) throws(HearthError) {
+        guard let given = trailers[name] else { return }
+        guard checksums.contains(kind) else {
+            throw Self.bad("InvalidRequest", "The trailer \(name) was sent but x-amz-trailer did not declare it.")
+        }
+        guard given == computed(self) else { throw Self.bad("BadDigest", "The \(label) you specified did not match the calculated checksum.") }
     }
 }

@@ -218,7 +218,7 @@ public struct S3RESTResponder: HTTPResponder {
 
     /// A small request body (XML documents), decoded and verified like any payload.
     static func smallBody(_ request: inout Request, _ caller: S3Authenticator.Caller) async throws -> [UInt8] {
-        var decoder = PayloadDecoder(mode: caller.payload)
+        var decoder = PayloadDecoder(mode: caller.payload, declaredTrailer: request.headers[HTTPField.Name("x-amz-trailer")!])
         var out: [UInt8] = []
         for try await chunk in request.body {
             out += try decoder.feed(chunk.readableBytesView)

@@ -36,41 +36,11 @@ public struct CRC32C: Sendable {
 
     // MARK: Portable implementation
 
-    /// Eight 256-entry tables, one after the other (table k at offset 256·k).
-    static let tables: [UInt32] = {
-        var t = [UInt32](repeating: 0, count: 8 * 256)
-        for i in 0..<256 {
-            var c = UInt32(i)
-            for _ in 0..<8 { c = (c & 1) != 0 ? (c >> 1) ^ 0x82F6_3B78 : c >> 1 }
-            t[i] = c
-        }
-        for i in 0..<256 {
-            for k in 1..<8 { t[k * 256 + i] = (t[(k - 1) * 256 + i] >> 8) ^ t[Int(t[(k - 1) * 256 + i] & 0xFF)] }
-        }
-        return t
-    }()
+    /// The portable implementation's tables (Castagnoli's polynomial, reflected).
+    static let software = SlicingBy8(polynomial: 0x82F6_3B78)
 
     /// Continues the running register `state` over `bytes` without CPU CRC instructions.
-    static func softwareUpdate(_ state: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var c = state
-        tables.withUnsafeBufferPointer { tables in
-            let t = tables.baseAddress!
-            var i = 0
-            let n = bytes.count
-            while n - i >= 8 {
-                let lo = c ^ (UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24)
-                let hi = UInt32(bytes[i + 4]) | UInt32(bytes[i + 5]) << 8 | UInt32(bytes[i + 6]) << 16 | UInt32(bytes[i + 7]) << 24
-                c = t[1792 + Int(lo & 0xFF)] ^ t[1536 + Int((lo >> 8) & 0xFF)] ^ t[1280 + Int((lo >> 16) & 0xFF)] ^ t[1024 + Int(lo >> 24)]
-                    ^ t[768 + Int(hi & 0xFF)] ^ t[512 + Int((hi >> 8) & 0xFF)] ^ t[256 + Int((hi >> 16) & 0xFF)] ^ t[Int(hi >> 24)]
-                i += 8
-            }
-            while i < n {
-                c = t[Int((c ^ UInt32(bytes[i])) & 0xFF)] ^ (c >> 8)
-                i += 1
-            }
-        }
-        return c
-    }
+    static func softwareUpdate(_ state: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 { software.update(state, bytes) }
 
     /// The checksum of `bytes` by the portable implementation only (tests compare it with
     /// the hardware one).

@@ -183,7 +183,12 @@ public enum SigV4 {
 
     /// The signature of one `aws-chunked` chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD).
     public static func chunkSignature(signingKey: [UInt8], amzDate: String, scope: Scope, previous: String, chunk: [UInt8]) -> String {
-        let sts = ["AWS4-HMAC-SHA256-PAYLOAD", amzDate, scope.text, previous, emptySHA256, sha256Hex(chunk)].joined(separator: "\n")
+        chunkSignature(signingKey: signingKey, amzDate: amzDate, scope: scope, previous: previous, chunkSHA256: sha256Hex(chunk))
+    }
+
+    /// The same from the chunk's SHA-256 in hex (a decoder hashes chunks as they stream by).
+    public static func chunkSignature(signingKey: [UInt8], amzDate: String, scope: Scope, previous: String, chunkSHA256: String) -> String {
+        let sts = ["AWS4-HMAC-SHA256-PAYLOAD", amzDate, scope.text, previous, emptySHA256, chunkSHA256].joined(separator: "\n")
         return hex(hmac(signingKey, sts))
     }
 
