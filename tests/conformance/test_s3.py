@@ -297,3 +297,45 @@ def test_production_requires_valid_signatures(production):
     with pytest.raises(ClientError) as e:
         s3.get_object(Bucket="prod-bucket", Key="k")
     assert code(e) == "InvalidAccessKeyId"
+
+
+def test_aws_chunked_bodies_are_verified(hearth, s3, bucket):
+    """aws-chunked uploads as current SDKs stream them (unsigned chunks, a checksum trailer):
+    a good body is stored; a wrong or undeclared checksum, or a body cut short, gets S3's 400
+    and stores nothing."""
+    import base64
+    import zlib
+    data = os.urandom(200_000)
+
+    def body(payload, trailer_name, trailer_value, final=True):
+        out = b""
+        for i in range(0, len(payload), 65_536):
+            piece = payload[i:i + 65_536]
+            out += f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+        if final:
+            out += b"0\r\n" + f"{trailer_name}:{trailer_value}\r\n".encode() + b"\r\n"
+        return out
+
+    def put(name, content, declared):
+        return requests.put(f"{hearth.s3_base}/{bucket}/{name}", data=content, timeout=60, headers={
+            "x-amz-content-sha256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER", "Content-Encoding": "aws-chunked",
+            "x-amz-decoded-content-length": str(len(data)), "x-amz-trailer": declared})
+
+    crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    r = put("good", body(data, "x-amz-checksum-crc32", crc), "x-amz-checksum-crc32")
+    assert r.status_code == 200, r.text
+    assert s3.get_object(Bucket=bucket, Key="good")["Body"].read() == data
+
+    wrong = base64.b64encode(zlib.crc32(data[1:]).to_bytes(4, "big")).decode()
+    cases = [
+        ("wrong", body(data, "x-amz-checksum-crc32", wrong), "x-amz-checksum-crc32", "BadDigest"),
+        ("undeclared", body(data, "x-amz-checksum-crc32", crc), "x-amz-checksum-crc32c", "InvalidRequest"),
+        ("short", body(data, "x-amz-checksum-crc32", crc, final=False), "x-amz-checksum-crc32", "IncompleteBody"),
+    ]
+    for name, content, declared, expected in cases:
+        r = put(name, content, declared)
+        assert r.status_code == 400, (name, r.status_code, r.text)
+        assert f"<Code>{expected}</Code>".encode() in r.content, (name, r.text)
+        with pytest.raises(ClientError) as e:
+            s3.head_object(Bucket=bucket, Key=name)
+        assert e.value.response["Error"]["Code"] in ("404", "NoSuchKey"), name
