@@ -56,8 +56,9 @@ uint32_t hearth_crc32c_hardware_update(uint32_t state, const void *bytes, size_t
     return state;
 }
 
-#elif defined(__aarch64__) && defined(__linux__)
+#elif defined(__aarch64__) && (defined(__linux__) || defined(__APPLE__))
 
+#if defined(__linux__)
 #include <sys/auxv.h>
 #ifndef HWCAP_CRC32
 #define HWCAP_CRC32 (1 << 7)
@@ -66,6 +67,10 @@ uint32_t hearth_crc32c_hardware_update(uint32_t state, const void *bytes, size_t
 int hearth_crc32c_hardware_available(void) {
     return (getauxval(AT_HWCAP) & HWCAP_CRC32) ? 1 : 0;
 }
+#else
+// Every Apple arm64 CPU has the CRC extension.
+int hearth_crc32c_hardware_available(void) { return 1; }
+#endif
 
 __attribute__((target("crc")))
 uint32_t hearth_crc32c_hardware_update(uint32_t state, const void *bytes, size_t count) {
@@ -74,28 +79,6 @@ uint32_t hearth_crc32c_hardware_update(uint32_t state, const void *bytes, size_t
         state = __builtin_arm_crc32cb(state, *p++);
         count--;
     }
-    while (count >= 8) {
-        uint64_t a;
-        memcpy(&a, p, 8);
-        state = __builtin_arm_crc32cd(state, a);
-        p += 8;
-        count -= 8;
-    }
-    while (count > 0) {
-        state = __builtin_arm_crc32cb(state, *p++);
-        count--;
-    }
-    return state;
-}
-
-#elif defined(__aarch64__) && defined(__APPLE__)
-
-// Every Apple arm64 CPU has the CRC extension.
-int hearth_crc32c_hardware_available(void) { return 1; }
-
-__attribute__((target("crc")))
-uint32_t hearth_crc32c_hardware_update(uint32_t state, const void *bytes, size_t count) {
-    const unsigned char *p = (const unsigned char *)bytes;
     while (count >= 8) {
         uint64_t a;
         memcpy(&a, p, 8);

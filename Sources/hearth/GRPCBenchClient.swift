@@ -48,24 +48,34 @@ struct GRPCBenchClient: Sendable {
         var description: String { "gRPC status \(status): \(message)" }
     }
 
-    /// One unary call on connection `i % connections`.
-    func unary<Response: SwiftProtobuf.Message>(
-        _ method: String, _ request: some SwiftProtobuf.Message, as: Response.Type, on i: Int
-    ) async throws -> Response {
+    /// A new HTTP/2 stream on connection `i % connections`.
+    func openStream(on i: Int) async throws -> NIOAsyncChannel<HTTPResponsePart, HTTPRequestPart> {
         let mux = connections[abs(i) % connections.count]
-        let stream = try await mux.openStream { channel in
+        return try await mux.openStream { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTPClientCodec())
                 return try NIOAsyncChannel<HTTPResponsePart, HTTPRequestPart>(wrappingChannelSynchronously: channel)
             }
         }
+    }
+
+    /// The request head of a call to Firestore's `method`.
+    func requestHead(_ method: String) -> HTTPRequest {
+        var head = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1", path: "/google.firestore.v1.Firestore/\(method)")
+        head.headerFields[.contentType] = "application/grpc"
+        head.headerFields[.te] = "trailers"
+        head.headerFields[.authorization] = authorization
+        return head
+    }
+
+    /// One unary call on connection `i % connections`.
+    func unary<Response: SwiftProtobuf.Message>(
+        _ method: String, _ request: some SwiftProtobuf.Message, as: Response.Type, on i: Int
+    ) async throws -> Response {
+        let stream = try await openStream(on: i)
         let payload = GRPCFraming.frame(try request.serializedBytes() as [UInt8])
-        let authorization = authorization
+        let head = requestHead(method)
         return try await stream.executeThenClose { inbound, outbound in
-            var head = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1", path: "/google.firestore.v1.Firestore/\(method)")
-            head.headerFields[.contentType] = "application/grpc"
-            head.headerFields[.te] = "trailers"
-            head.headerFields[.authorization] = authorization
             try await outbound.write(.head(head))
             try await outbound.write(.body(payload))
             try await outbound.write(.end(nil))
@@ -108,17 +118,8 @@ extension GRPCBenchClient {
         _ request: Google_Firestore_V1_ListenRequest, on i: Int,
         onResponse: @escaping @Sendable (Google_Firestore_V1_ListenResponse) -> Void
     ) async throws -> ListenCall {
-        let mux = connections[abs(i) % connections.count]
-        let stream = try await mux.openStream { channel in
-            channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTPClientCodec())
-                return try NIOAsyncChannel<HTTPResponsePart, HTTPRequestPart>(wrappingChannelSynchronously: channel)
-            }
-        }
-        var head = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1", path: "/google.firestore.v1.Firestore/Listen")
-        head.headerFields[.contentType] = "application/grpc"
-        head.headerFields[.te] = "trailers"
-        head.headerFields[.authorization] = authorization
+        let stream = try await openStream(on: i)
+        let head = requestHead("Listen")
         let payload = GRPCFraming.frame(try request.serializedBytes() as [UInt8])
         let (closing, closer) = AsyncStream.makeStream(of: Void.self)
         let done = Task<Void, Never> {
