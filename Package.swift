@@ -44,6 +44,11 @@ let package = Package(
     targets: [
         // Values, paths, ordering, limits, errors, JSON — no I/O.
         .target(name: "HearthCore", swiftSettings: swiftSettings),
+        // Fuzz targets for the parsers of untrusted text in HearthCore (scripts/fuzz runs them under
+        // libFuzzer; HearthCoreTests replays the kept inputs).
+        .target(name: "HearthFuzzTargets", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
+        // libFuzzer front end (built with -sanitize=fuzzer by scripts/fuzz); otherwise replays inputs.
+        .executableTarget(name: "hearth-fuzz", dependencies: ["HearthFuzzTargets"], swiftSettings: swiftSettings),
         // The security-rules language: lexer, parser, evaluator — no I/O.
         .target(name: "HearthRules", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
         // Accounts, password hashing, tokens — no HTTP.
@@ -164,7 +169,9 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthCoreTests", dependencies: ["HearthCore", "HearthFuzzTargets"], resources: [.copy("FuzzCorpus")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthTokenVerifierTests",
             dependencies: [

@@ -74,17 +74,6 @@ public struct GRPCStatus: Error, Sendable, Equatable, CustomStringConvertible {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// `grpc-timeout`: up to 8 digits and a unit (H, M, S, m, u, n). Nil when malformed.
-    public static func parseTimeout(_ text: String) -> Duration? {
-        guard let unit = text.last, text.count >= 2, text.count <= 9, let n = Int64(text.dropLast()), n >= 0 else { return nil }
-        switch unit {
-        case "H": return .seconds(n * 3600)
-        case "M": return .seconds(n * 60)
-        case "S": return .seconds(n)
-        case "m": return .milliseconds(n)
-        case "u": return .microseconds(n)
-        case "n": return .nanoseconds(n)
-        default: return nil
-        }
-    }
+    /// `grpc-timeout` (see `GRPCTimeout`). Nil when malformed.
+    public static func parseTimeout(_ text: String) -> Duration? { GRPCTimeout.parse(text) }
 }

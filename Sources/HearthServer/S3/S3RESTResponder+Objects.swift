@@ -129,7 +129,7 @@ extension S3RESTResponder {
         }
         let etag = "\"\(o.etag)\""
         var headers: HTTPFields = [
-            .contentType: o.contentType, .eTag: etag, .lastModified: Self.httpDate(o.updated), .acceptRanges: "bytes",
+            .contentType: o.contentType, .eTag: etag, .lastModified: HTTPDate.format(o.updated), .acceptRanges: "bytes",
         ]
         if let v = o.cacheControl { headers[.cacheControl] = v }
         if let v = o.contentDisposition { headers[.contentDisposition] = v }
@@ -150,26 +150,26 @@ extension S3RESTResponder {
         if let m = request.headers[.ifMatch], !m.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).contains(where: { $0 == etag || $0 == "*" }) {
             throw S3Error.named("PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
         }
-        if request.headers[.ifMatch] == nil, let s = request.headers[.ifUnmodifiedSince].flatMap(Self.parseHTTPDate), modified > s {
+        if request.headers[.ifMatch] == nil, let s = request.headers[.ifUnmodifiedSince].flatMap(HTTPDate.parse), modified > s {
             throw S3Error.named("PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
         }
         if let m = request.headers[.ifNoneMatch] {
             if m.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).contains(where: { $0 == etag || $0 == "*" }) {
-                return Response(status: .notModified, headers: [.eTag: etag, .lastModified: Self.httpDate(o.updated)])
+                return Response(status: .notModified, headers: [.eTag: etag, .lastModified: HTTPDate.format(o.updated)])
             }
-        } else if let s = request.headers[.ifModifiedSince].flatMap(Self.parseHTTPDate), modified <= s {
-            return Response(status: .notModified, headers: [.eTag: etag, .lastModified: Self.httpDate(o.updated)])
+        } else if let s = request.headers[.ifModifiedSince].flatMap(HTTPDate.parse), modified <= s {
+            return Response(status: .notModified, headers: [.eTag: etag, .lastModified: HTTPDate.format(o.updated)])
         }
         var range: Range<Int64> = 0..<o.size
         var status = HTTPResponse.Status.ok
         if let h = request.headers[.range] {
-            do {
-                if let r = try ByteRange.parse(h, size: o.size) {
-                    range = r
-                    status = .partialContent
-                    headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(o.size)"
-                }
-            } catch {
+            switch HTTPByteRange.parse(h, size: o.size) {
+            case .whole: break
+            case .partial(let r):
+                range = r
+                status = .partialContent
+                headers[.contentRange] = HTTPByteRange.contentRange(r, size: o.size)
+            case .unsatisfiable:
                 throw S3Error.named("InvalidRange", "The requested range is not satisfiable")
             }
         }

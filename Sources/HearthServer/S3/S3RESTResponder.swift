@@ -194,28 +194,6 @@ public struct S3RESTResponder: HTTPResponder {
 
     static func isoDate(_ t: Timestamp) -> String { Timestamp(seconds: t.seconds, nanos: t.nanos - t.nanos % 1_000_000).rfc3339 }
 
-    /// `Last-Modified`: `Sun, 22 Nov 2026 09:30:00 GMT`.
-    static func httpDate(_ t: Timestamp) -> String {
-        let days = CivilCalendar.floorDiv(t.seconds, 86_400)
-        let rem = t.seconds - days * 86_400
-        let (y, m, d) = CivilCalendar.civil(days: days)
-        let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][Int(((days % 7) + 7) % 7)]
-        let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][Int(m - 1)]
-        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        let year = y < 1000 ? String(repeating: "0", count: 4 - "\(y)".count) + "\(y)" : "\(y)"
-        return "\(weekday), \(two(d)) \(month) \(year) \(two(rem / 3600)):\(two(rem / 60 % 60)):\(two(rem % 60)) GMT"
-    }
-
-    static func parseHTTPDate(_ s: String) -> Int64? {
-        let parts = s.split(separator: " ")
-        guard parts.count == 6, let d = Int64(parts[1]), let y = Int64(parts[3]) else { return nil }
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        guard let mi = months.firstIndex(of: String(parts[2])) else { return nil }
-        let hms = parts[4].split(separator: ":").compactMap { Int64($0) }
-        guard hms.count == 3 else { return nil }
-        return CivilCalendar.days(year: y, month: Int64(mi + 1), day: d) * 86_400 + hms[0] * 3600 + hms[1] * 60 + hms[2]
-    }
-
     /// A small request body (XML documents), decoded and verified like any payload.
     static func smallBody(_ request: inout Request, _ caller: S3Authenticator.Caller) async throws -> [UInt8] {
         var decoder = PayloadDecoder(mode: caller.payload, declaredTrailer: request.headers[HTTPField.Name("x-amz-trailer")!])

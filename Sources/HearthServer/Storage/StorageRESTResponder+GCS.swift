@@ -291,16 +291,14 @@ extension StorageRESTResponder {
         }
         if case .finished(let o) = session.state.withLock({ $0 }) { return HTTPSupport.json(Self.objectJSON(o, base)) }
         if case .cancelled = session.state.withLock({ $0 }) { throw HearthError(.notFound, "The upload session \(id) was cancelled.") }
-        let header = request.headers[.contentRange] ?? ""
-        // bytes a-b/total, bytes */total, bytes a-b/*
+        // bytes a-b/total, bytes */total, bytes a-b/* (absent: a query)
         var start: Int64?, total: Int64?
-        if header.hasPrefix("bytes ") {
-            let spec = header.dropFirst(6)
-            let parts = spec.split(separator: "/", maxSplits: 1)
-            if parts.count == 2 {
-                if parts[1] != "*" { total = Int64(parts[1]) }
-                if parts[0] != "*" { start = parts[0].split(separator: "-").first.flatMap { Int64($0) } }
+        if let header = request.headers[.contentRange] {
+            guard let range = HTTPContentRange.parse(header) else {
+                throw HearthError.invalidArgument("Invalid Content-Range \"\(header)\": expected bytes first-last/total, bytes */total or bytes first-last/*.")
             }
+            start = range.bytes?.lowerBound
+            total = range.total
         }
         if let start { try await append(&request, to: session, from: start) }
         let size = session.writer.size

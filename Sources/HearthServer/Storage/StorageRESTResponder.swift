@@ -154,18 +154,20 @@ public struct StorageRESTResponder: HTTPResponder {
         if let l = object.contentLanguage { headers[.contentLanguage] = l }
         var status = HTTPResponse.Status.ok
         var range: Range<Int64> = 0..<object.size
-        let requested: Range<Int64>?
-        do {
-            requested = try header.flatMap { h throws(HearthError) in try ByteRange.parse(h, size: object.size) }
-        } catch {
-            return HTTPSupport.json(
-                .object([("error", .object([("code", .number(416)), ("message", .string(error.message)), ("status", .string("OUT_OF_RANGE"))]))]),
-                status: .rangeNotSatisfiable)
-        }
-        if let r = requested {
+        switch header.map({ HTTPByteRange.parse($0, size: object.size) }) ?? .whole {
+        case .whole:
+            break
+        case .partial(let r):
             range = r
             status = .partialContent
-            headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound - 1)/\(object.size)"
+            headers[.contentRange] = HTTPByteRange.contentRange(r, size: object.size)
+        case .unsatisfiable:
+            let message = "The requested range is not satisfiable (object size \(object.size))."
+            var response = HTTPSupport.json(
+                .object([("error", .object([("code", .number(416)), ("message", .string(message)), ("status", .string("OUT_OF_RANGE"))]))]),
+                status: .rangeNotSatisfiable)
+            response.headers[.contentRange] = "bytes */\(object.size)"
+            return response
         }
         let length = range.count
         headers[.contentLength] = String(length)
@@ -283,24 +285,3 @@ public struct StorageRESTResponder: HTTPResponder {
     }
 }
 
-/// `Range: bytes=a-b`, `bytes=a-`, `bytes=-n` (one range).
-enum ByteRange {
-    static func parse(_ header: String, size: Int64) throws(HearthError) -> Range<Int64>? {
-        let h = header.trimmingCharacters(in: .whitespaces)
-        guard h.lowercased().hasPrefix("bytes=") else { return nil }
-        let spec = h.dropFirst(6).trimmingCharacters(in: .whitespaces)
-        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
-        let a = spec[..<dash].trimmingCharacters(in: .whitespaces), b = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
-        let unsatisfiable = HearthError(.outOfRange, "The requested range is not satisfiable (object size \(size)).")
-        if a.isEmpty {
-            guard let n = Int64(b), n > 0 else { throw unsatisfiable }
-            if size == 0 { throw unsatisfiable }
-            return max(0, size - n)..<size
-        }
-        guard let start = Int64(a), start >= 0 else { return nil }
-        guard start < size else { throw unsatisfiable }
-        if b.isEmpty { return start..<size }
-        guard let end = Int64(b), end >= start else { return nil }
-        return start..<min(size, end + 1)
-    }
-}
