@@ -24,7 +24,8 @@ struct Bench: AsyncParsableCommand {
             commit-to-listener latency with 1, 1,000 and 10,000 Listen streams next to the commit alone, one write \
             to 1,000 listeners of a document, memory per idle stream), listen-grpc (the same latency with 1, 1,000 and \
             10,000 Listen streams over gRPC on the Firestore port, held from an in-process HTTP/2 client), auth-verify, auth-signin, \
-            auth-refresh, auth-signup (in-process auth engine next to RS256, scrypt and GRDB baselines; `auth` selects all four), write (single-document writes over REST), rules-write (a signed-in user's writes over \
+            auth-refresh, auth-signup (in-process auth engine next to RS256, scrypt and GRDB baselines; `auth` selects all four), write (single-document writes over REST), write-wrk (REST creates from wrk with --clients connections \
+            against Hearth and Google's Firestore emulator when installed, next to raw GRDB single-row commits; needs wrk), rules-write (a signed-in user's writes over \
             REST without rules and with an owner-check rule, same server, same run), read (point gets over \
             REST), grpc (single-document Commit and GetDocument over gRPC/h2c on the Firestore port, next to \
             the same REST write and get in the same run; --grpc-connections HTTP/2 connections carry the \
@@ -42,8 +43,8 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,rules-write,read,grpc,query,storage.")
-    var phases = "http,grdb,rules,engine,listen,listen-grpc,auth,write,rules-write,read,grpc,query,storage"
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage.")
+    var phases = "http,grdb,rules,engine,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
     @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
     var grpcConnections = 4
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
@@ -88,7 +89,7 @@ struct Bench: AsyncParsableCommand {
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
-        guard !selected.isDisjoint(with: ["engine", "listen", "listen-grpc", "write", "rules-write", "read", "grpc", "query", "storage"]) else { return }
+        guard !selected.isDisjoint(with: ["engine", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0]
@@ -119,6 +120,13 @@ struct Bench: AsyncParsableCommand {
             if selected.contains("write") || selected.contains("read") || selected.contains("grpc") {
                 let body = Bench.documentBody(0)
                 print(try await load.run("hearth: write one document (PATCH)") { i in (HTTPMethod.PATCH, "\(base)/bench/w\(i)", body) })
+            }
+            if selected.contains("write-wrk") {
+                if let wrk = Wrk.find() {
+                    try await WriteBench(wrk: wrk, connections: load.clients, duration: load.duration, scratch: dir).run(hearthPort: ports["firestore"] ?? 0)
+                } else {
+                    FileHandle.standardError.write(Data("  wrk is not installed: skipping write-wrk (apt-get install wrk)\n".utf8))
+                }
             }
             if selected.contains("rules-write") {
                 // The same signed-in user's writes, to a project without rules and to one with an

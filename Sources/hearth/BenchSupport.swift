@@ -26,6 +26,27 @@ struct Wrk {
 
     /// Runs GETs of `urls` (same host) over `connections` connections for `duration` seconds.
     func run(_ name: String, urls: [URL], connections: Int, duration: Double, scratch: String) throws -> String {
+        try format(name, measure(urls: urls, connections: connections, duration: duration, scratch: scratch))
+    }
+
+    /// What one wrk run measured.
+    struct Result {
+        var rate: Double
+        var p50: Double?
+        var p99: Double?
+        var errors: Int
+    }
+
+    func format(_ name: String, _ r: Result) -> String {
+        name.padding(toLength: 46, withPad: " ", startingAt: 0)
+            + String(format: " %10.0f %10.3f %10.3f %8d", r.rate, r.p50 ?? .nan, r.p99 ?? .nan, r.errors)
+    }
+
+    /// Requests of `method` to `urls` in turn (same host), with `headers` and `body`.
+    func measure(
+        urls: [URL], method: String = "GET", headers: [String: String] = [:], body: String? = nil, connections: Int, duration: Double,
+        scratch: String
+    ) throws -> Result {
         guard let first = urls.first, let scheme = first.scheme, let host = first.host, let port = first.port else {
             throw BenchError("wrk needs absolute URLs")
         }
@@ -33,13 +54,19 @@ struct Wrk {
             let q = u.query(percentEncoded: true).map { "?\($0)" } ?? ""
             return u.path(percentEncoded: true) + q
         }
-        let list = paths.map { "\"\($0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))\"" }
+        func lua(_ text: String) -> String {
+            "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        let list = paths.map(lua)
+        let headerTable = headers.map { "[\(lua($0.key))] = \(lua($0.value))" }.joined(separator: ", ")
         let script = """
             local paths = { \(list.joined(separator: ",\n")) }
+            local headers = { \(headerTable) }
+            local body = \(body.map(lua) ?? "nil")
             local i = 0
             request = function()
               i = i + 1
-              return wrk.format("GET", paths[(i % #paths) + 1])
+              return wrk.format(\(lua(method)), paths[(i % #paths) + 1], headers, body)
             end
             """
         let scriptPath = scratch + "/wrk-\(UUID().uuidString).lua"
@@ -66,8 +93,7 @@ struct Wrk {
         if let line = text.split(separator: "\n").first(where: { $0.contains("Socket errors:") }) {
             errors += line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }.reduce(0, +)
         }
-        return name.padding(toLength: 46, withPad: " ", startingAt: 0)
-            + String(format: " %10.0f %10.3f %10.3f %8d", rate, p50 ?? .nan, p99 ?? .nan, errors)
+        return Result(rate: rate, p50: p50, p99: p99, errors: errors)
     }
 
     static func number(after label: String, in text: String) -> Double? {
