@@ -144,7 +144,7 @@ public struct HearthServer: Sendable {
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let storage = StorageRESTResponder(
             store: objects, authenticator: authenticator,
-            security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, logger: logger),
+            security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, documents: engine, logger: logger),
             project: configuration.project, logger: logger)
         let outbox = Outbox(
             directory: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("outbox"), smtp: configuration.smtp,
