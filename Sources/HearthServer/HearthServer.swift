@@ -123,7 +123,8 @@ public struct HearthServer: Sendable {
     /// ``BulkReadHTTP1Channel``).
     static var bulkHTTP1: HTTPServerBuilder {
         HTTPServerBuilder { responder in
-            BulkReadHTTP1Channel(responder: responder, configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
+            BulkReadHTTP1Channel(
+                responder: responder, configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(), EarlyRefusalHandler()]))
         }
     }
 
