@@ -12,20 +12,25 @@ import Testing
 /// safely, and answers sent after the whole body are untouched.
 @Suite(.timeLimit(.minutes(1))) struct EarlyRefusalHandlerTests {
     func app() -> some ApplicationProtocol {
-        let router = Router()
+        let router = Router(context: ObjectRequestContext.self)
         router.get("/") { _, _ in "Ok" }
         // Refuses without reading the body (as a rules denial by declared size does).
         router.post("/refuse") { _, _ -> Response in Response(status: .forbidden, headers: [.contentLength: "0"]) }
         // Reads the whole body, then refuses.
-        router.post("/read-then-refuse") { request, _ -> Response in
-            _ = try await request.body.collect(upTo: 64 << 20)
+        router.post("/read-then-refuse") { request, context -> Response in
+            _ = try await context.continuingOnRead(request).body.collect(upTo: 64 << 20)
             return Response(status: .forbidden, headers: [.contentLength: "0"])
+        }
+        // Reads the whole body and says how long it was.
+        router.post("/read") { request, context -> String in
+            String(try await context.continuingOnRead(request).body.collect(upTo: 64 << 20).readableBytes)
         }
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in
                 BulkReadHTTP1Channel(
-                    responder: responder, configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(), EarlyRefusalHandler()]))
+                    responder: responder,
+                    configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(.whenBodyIsRead), EarlyRefusalHandler()]))
             },
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             logger: Logger(label: "test"))
@@ -42,15 +47,11 @@ import Testing
         }
     }
 
-    /// Reads until the text holds a whole final response head (skipping `100 Continue`).
+    /// Reads until the text holds a whole response head (with anything before it).
     static func readHead(_ inbound: inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator) async throws -> String {
         var text = ""
-        while true {
-            if text.hasPrefix("HTTP/1.1 100"), let end = text.range(of: "\r\n\r\n") { text = String(text[end.upperBound...]) }
-            if !text.hasPrefix("HTTP/1.1 100"), text.contains("\r\n\r\n") { return text }
-            guard let chunk = try await inbound.next() else { return text }
-            text += String(buffer: chunk)
-        }
+        while !text.contains("\r\n\r\n"), let chunk = try await inbound.next() { text += String(buffer: chunk) }
+        return text
     }
 
     /// Sends `chunks` more body bytes (stopping if the server closes meanwhile), then waits for
@@ -92,6 +93,7 @@ import Testing
                 try await outbound.write(
                     ByteBuffer(string: "POST /refuse HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 6442450944\r\n\r\n"))
                 let head = try await Self.readHead(&inbound)
+                // The final answer instead of `100 Continue`: the client need not send anything.
                 #expect(head.hasPrefix("HTTP/1.1 403"))
                 #expect(head.lowercased().contains("connection: close"))
                 // Past the linger budget the server stops reading and closes.
@@ -115,6 +117,22 @@ import Testing
                 var text = ""
                 while !text.contains("Ok"), let chunk = try await inbound.next() { text += String(buffer: chunk) }
                 #expect(text.hasPrefix("HTTP/1.1 200"))
+            }
+        }
+    }
+
+    @Test func continueIsSentOnlyWhenTheBodyIsRead() async throws {
+        try await app().test(.live) { client in
+            let port = try #require(client.port)
+            try await Self.connect(port) { inbound, outbound in
+                try await outbound.write(ByteBuffer(string: "POST /read HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"))
+                let interim = try await Self.readHead(&inbound)
+                #expect(interim.hasPrefix("HTTP/1.1 100"))
+                try await outbound.write(ByteBuffer(string: "hello"))
+                var text = interim
+                while !text.hasSuffix("\r\n\r\n5"), let chunk = try await inbound.next() { text += String(buffer: chunk) }
+                #expect(text.contains("HTTP/1.1 200"))
+                #expect(!text.lowercased().contains("connection: close"))
             }
         }
     }

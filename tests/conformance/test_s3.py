@@ -463,12 +463,15 @@ class _Prefixed:
 @pytest.mark.parametrize("expect", [False, True])
 def test_body_over_the_size_limit_is_refused_before_it_is_sent(hearth, s3, bucket, expect):
     """A PUT declaring more than S3's 5 GiB single-PUT limit: EntityTooLarge from the headers
-    alone, the connection closed rather than read to the end, and the server still serving."""
+    alone (instead of `100 Continue` when the client waits for it), the connection closed
+    rather than read to the end, and the server still serving."""
     host, port = "127.0.0.1", hearth.ports["s3"]
     head = (f"PUT /{bucket}/huge.bin HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: {6 * 1024 ** 3}\r\n"
             + ("Expect: 100-continue\r\n" if expect else "") + "\r\n")
     with socket.create_connection((host, port), timeout=20) as sock:
         sock.sendall(head.encode())
+        sock.settimeout(20)
+        assert not sock.recv(12, socket.MSG_PEEK).startswith(b"HTTP/1.1 100")  # no body is asked for
         status, headers, body = raw_response(sock)
         assert status == 400 and b"<Code>EntityTooLarge</Code>" in body, body
         ET.fromstring(body)

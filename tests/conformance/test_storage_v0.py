@@ -469,6 +469,8 @@ def test_upload_denied_by_declared_size_is_refused_before_the_body(base, server,
                     f"Content-Type: application/json\r\nContent-Length: {len(meta)}\r\n\r\n{meta}")
         with socket.create_connection((host, port), timeout=20) as s:
             s.sendall(head.encode())
+            # The final answer comes instead of `100 Continue`: the client need not send the body.
+            assert not s.recv(12, socket.MSG_PEEK).startswith(b"HTTP/1.1 100")
             status, headers, body = read_response(s)
             assert status == 403, body
             assert json.loads(body)["error"]["code"] == 403

@@ -16,8 +16,9 @@ import NIOHTTPTypes
 ///    ``lingerTime`` have passed, so a client declaring gigabytes cannot keep the server
 ///    reading them.
 ///
-/// Sits after Hummingbird's HTTP/1 decoding, next to ``ExpectContinueHandler``; responses
-/// written after the whole body arrived are untouched.
+/// Sits after Hummingbird's HTTP/1 decoding, next to ``ExpectContinueHandler`` (whose
+/// `.whenBodyIsRead` mode keeps a client that sent `Expect: 100-continue` from sending the
+/// body at all); responses written after the whole body arrived are untouched.
 final class EarlyRefusalHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart

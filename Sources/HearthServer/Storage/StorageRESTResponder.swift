@@ -12,7 +12,7 @@ import Synchronization
 /// control endpoints, on the storage port. Bytes stream through: uploads go to a blob writer
 /// chunk by chunk and downloads are read chunk by chunk, so object size does not bound memory.
 public struct StorageRESTResponder: HTTPResponder {
-    public typealias Context = BasicRequestContext
+    public typealias Context = ObjectRequestContext
 
     let store: ObjectStore
     let authenticator: Authenticator
@@ -34,7 +34,7 @@ public struct StorageRESTResponder: HTTPResponder {
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         do {
-            return try await route(request, context)
+            return try await route(context.continuingOnRead(request), context)
         } catch let e as HearthError {
             if e.code.httpStatus >= 500 {
                 logger.error("storage request failed", metadata: ["path": "\(request.uri.path)", "error": "\(e)"])
