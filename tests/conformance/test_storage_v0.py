@@ -381,6 +381,12 @@ def test_cross_service_rules_read_firestore_documents(base, server):
         requests.delete(doc, headers=OWNER, timeout=TIMEOUT)
         assert requests.get(obj_url(base, f"bottles/{bottle}/photo.jpg"), timeout=TIMEOUT).status_code == 403
         assert requests.get(obj_url(base, f"bottles/{bottle}/photo.jpg"), headers=OWNER, timeout=TIMEOUT).status_code == 200
+        # The lookups are counted in the rules coverage like any expression.
+        cov = requests.get(f"{base}/internal/ruleCoverage", timeout=TIMEOUT).json()
+        lookups = {e["text"].split("(")[0]: e for e in cov["report"] if e["text"].startswith("firestore.")}
+        # 5 uploads; the 2 allowed ones are judged twice (declared size first, then the bytes).
+        assert lookups["firestore.get"]["evaluations"] == 7 and lookups["firestore.get"]["error"] == 1, lookups
+        assert lookups["firestore.exists"]["true"] == 1 and lookups["firestore.exists"]["false"] == 2, lookups
     finally:
         assert requests.post(f"{base}/internal/reset", timeout=TIMEOUT).status_code == 200
 
@@ -487,3 +493,24 @@ def test_upload_denied_by_declared_size_is_refused_before_the_body(base, server,
         assert ok.status_code == 200, ok.text
     finally:
         assert requests.post(f"{base}/internal/reset", timeout=TIMEOUT).status_code == 200
+
+
+def test_resumable_chunk_past_the_declared_size_is_refused_before_it_is_read(base, server):
+    base = server.storage_base
+    name = unique("chunked")
+    start = requests.post(f"{base}/v0/b/{BUCKET}/o", params={"name": name}, data=b"{}", timeout=TIMEOUT, headers={
+        **OWNER, "X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start",
+        "X-Goog-Upload-Header-Content-Length": "1000", "Content-Type": "application/json"})
+    assert start.status_code == 200, start.text
+    url = urllib.parse.urlsplit(start.headers["X-Goog-Upload-URL"])
+    host, port = "127.0.0.1", server.ports["storage"]
+    with socket.create_connection((host, port), timeout=20) as s:
+        s.sendall((f"POST {url.path}?{url.query} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer owner\r\n"
+                   f"X-Goog-Upload-Command: upload, finalize\r\nX-Goog-Upload-Offset: 0\r\n"
+                   f"Content-Length: 2000\r\n\r\n").encode())
+        status, headers, body = read_response(s)
+        assert status == 400 and headers.get("connection") == "close", body
+    # The session still takes the right bytes.
+    r = requests.post(start.headers["X-Goog-Upload-URL"], data=b"y" * 1000, timeout=TIMEOUT, headers={
+        **OWNER, "X-Goog-Upload-Command": "upload, finalize", "X-Goog-Upload-Offset": "0"})
+    assert r.status_code == 200 and r.json()["size"] == "1000", r.text

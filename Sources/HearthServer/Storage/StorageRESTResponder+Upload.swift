@@ -177,6 +177,10 @@ extension StorageRESTResponder {
             guard let offsetText = request.headers[Self.uploadOffset], let offset = Int64(offsetText), offset >= 0 else {
                 throw HearthError.invalidArgument("An upload command needs X-Goog-Upload-Offset.")
             }
+            // A chunk declared to run past the declared size is refused before it is read.
+            if let d = session.declaredSize, let n = request.headers[.contentLength].flatMap({ Int64($0) }), offset <= d, n > d - offset {
+                throw HearthError.invalidArgument("The chunk would end past the declared \(d) bytes.")
+            }
             try await append(&request, to: session, from: offset)
         }
         guard commands.contains("finalize") else {

@@ -277,6 +277,16 @@ public struct StorageRESTResponder: HTTPResponder {
             security.rules.setFileRules(RulesStore.Loaded(ruleset, origin: "emulator endpoint"))
             logger.info("loaded storage rules", metadata: ["file": "\(name)"])
             return Response(status: .ok)
+        case (.get, "ruleCoverage"), (.get, "ruleCoverage.html"):
+            // What the Firestore emulator's `:ruleCoverage` reports, for the storage rules.
+            guard let loaded = security.rules.rules(for: project) else {
+                throw HearthError(.notFound, "No storage rules are loaded.")
+            }
+            let report = RulesCoverageReport(ruleset: loaded.ruleset, coverage: loaded.accumulatedCoverage)
+            if segments[1] == "ruleCoverage" { return HTTPSupport.json(report.jsonValue()) }
+            return Response(
+                status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: report.html())))
         default:
             throw HearthError(.notFound, "Not found: \(request.uri.path)")
         }
