@@ -1,5 +1,5 @@
 public import Hummingbird
-public import NIOCore
+import NIOCore
 
 /// The request context of the object ports (Storage, S3): Hummingbird's basic context plus the
 /// connection, so a request with `Expect: 100-continue` asks the client for its body only when
