@@ -1,4 +1,4 @@
-public import HearthCore
+import HearthCore
 public import HearthDocuments
 public import HearthRules
 public import HearthStorage
