@@ -99,7 +99,7 @@ public struct HearthServer: Sendable {
 
     /// One service's HTTP listener on its configured port; reports the bound port to `ready`.
     func listener<R: HTTPResponder>(_ name: String, _ responder: R, _ ready: ReadyFile, server: HTTPServerBuilder = Self.http1) -> some Service
-    where R.Context == BasicRequestContext {
+    where R.Context: InitializableFromSource<ApplicationRequestContextSource> {
         Application(
             responder: responder,
             server: server,
@@ -119,11 +119,13 @@ public struct HearthServer: Sendable {
         .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
     }
 
-    /// The object ports (Storage, S3): `http1` reading up to 1 MiB at a time (see
-    /// ``BulkReadHTTP1Channel``).
+    /// The object ports (Storage, S3): `http1` reading up to 256 KiB at a time (see
+    /// ``BulkReadHTTP1Channel``), `100 Continue` only once a body is read, and refusals sent
+    /// before the body ending the connection safely (``EarlyRefusalHandler``).
     static var bulkHTTP1: HTTPServerBuilder {
         HTTPServerBuilder { responder in
-            BulkReadHTTP1Channel(responder: responder, configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
+            BulkReadHTTP1Channel(
+                responder: responder, configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(.whenBodyIsRead), EarlyRefusalHandler()]))
         }
     }
 
@@ -144,7 +146,7 @@ public struct HearthServer: Sendable {
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let storage = StorageRESTResponder(
             store: objects, authenticator: authenticator,
-            security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, logger: logger),
+            security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, documents: engine, logger: logger),
             project: configuration.project, logger: logger)
         let outbox = Outbox(
             directory: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("outbox"), smtp: configuration.smtp,

@@ -3,13 +3,16 @@ forms used the way app backends hand them out (plain `requests` as the browser/a
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import time
 import urllib.parse
 import uuid
+import xml.etree.ElementTree as ET
 
 import boto3
 import pytest
@@ -339,3 +342,170 @@ def test_aws_chunked_bodies_are_verified(hearth, s3, bucket):
         with pytest.raises(ClientError) as e:
             s3.head_object(Bucket=bucket, Key=name)
         assert e.value.response["Error"]["Code"] in ("404", "NoSuchKey"), name
+
+
+def legacy_client(endpoint, key, secret=None):
+    """boto3 with `signature_version='s3'`: presigned URLs and POST forms signed with SigV2."""
+    return boto3.client(
+        "s3", endpoint_url=endpoint, region_name="us-east-1",
+        aws_access_key_id=key["accessKeyId"], aws_secret_access_key=secret or key["secretAccessKey"],
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version="s3"))
+
+
+def test_presigned_post_signature_v2(hearth, key, s3, bucket):
+    """`generate_presigned_post` with SigV2 (fields AWSAccessKeyId, policy, signature): every
+    policy condition is checked exactly as for SigV4 forms."""
+    legacy = legacy_client(hearth.s3_base, key)
+    conditions = [["starts-with", "$key", "uploads/"], ["content-length-range", 1, 100], {"Content-Type": "image/png"}]
+    post = legacy.generate_presigned_post(bucket, "uploads/${filename}", Fields={"Content-Type": "image/png"},
+                                          Conditions=conditions, ExpiresIn=300)
+    fields = post["fields"]
+    assert {"AWSAccessKeyId", "policy", "signature"} <= set(fields) and "x-amz-signature" not in fields
+    ok = requests.post(post["url"], data=fields, files={"file": ("pic.png", b"\x89PNG v2")}, timeout=30)
+    assert ok.status_code == 204, ok.text
+    got = s3.get_object(Bucket=bucket, Key="uploads/pic.png")
+    assert got["Body"].read() == b"\x89PNG v2" and got["ContentType"] == "image/png"
+
+    def refused(data, content=b"x", status=403, code=None):
+        r = requests.post(post["url"], data=data, files={"file": ("x.png", content)}, timeout=30)
+        assert r.status_code == status, r.text
+        if code:
+            assert f"<Code>{code}</Code>".encode() in r.content, r.text
+        return r
+    # Too large for content-length-range; a key outside starts-with; another Content-Type.
+    refused(fields, b"x" * 500, status=400, code="EntityTooLarge")
+    assert b"Policy Condition failed" in refused(dict(fields, key="elsewhere/x.png"), code="AccessDenied").content
+    refused(dict(fields, **{"Content-Type": "text/html"}), code="AccessDenied")
+    # An extra field the policy does not cover.
+    assert b"Extra input fields" in refused(dict(fields, acl="public-read"), code="AccessDenied").content
+    # A tampered policy (a wider size range, re-encoded) or a changed signature.
+    policy = json.loads(base64.b64decode(fields["policy"]))
+    policy["conditions"] = [c if not (isinstance(c, list) and c[0] == "content-length-range") else ["content-length-range", 1, 10**9]
+                            for c in policy["conditions"]]
+    tampered = base64.b64encode(json.dumps(policy).encode()).decode()
+    refused(dict(fields, policy=tampered), code="SignatureDoesNotMatch")
+    refused(dict(fields, signature=base64.b64encode(b"\0" * 20).decode()), code="SignatureDoesNotMatch")
+    wrong = legacy_client(hearth.s3_base, key, secret="not-the-secret")
+    forged = wrong.generate_presigned_post(bucket, "uploads/${filename}", Fields={"Content-Type": "image/png"},
+                                           Conditions=conditions, ExpiresIn=300)
+    refused(forged["fields"], code="SignatureDoesNotMatch")
+    # Without the signature or the access key id the form is not signed at all.
+    refused({k: v for k, v in fields.items() if k != "signature"}, code="AccessDenied")
+    # An expired policy.
+    short = legacy.generate_presigned_post(bucket, "uploads/${filename}", Fields={"Content-Type": "image/png"},
+                                           Conditions=conditions, ExpiresIn=1)
+    time.sleep(2.1)
+    r = requests.post(short["url"], data=short["fields"], files={"file": ("late.png", b"x")}, timeout=30)
+    assert r.status_code == 403 and b"Policy expired" in r.content, r.text
+    for name in ("uploads/x.png", "elsewhere/x.png", "uploads/late.png"):
+        with pytest.raises(ClientError):
+            s3.head_object(Bucket=bucket, Key=name)
+
+
+def test_default_boto3_presigned_post_works(hearth, key, s3, bucket):
+    """Whatever boto3 1.44.5 signs a presigned POST with by default (no signature_version)."""
+    default = boto3.client("s3", endpoint_url=hearth.s3_base, region_name="us-east-1", aws_access_key_id=key["accessKeyId"],
+                           aws_secret_access_key=key["secretAccessKey"], config=Config(s3={"addressing_style": "path"}))
+    post = default.generate_presigned_post(bucket, "default.txt", ExpiresIn=300)
+    r = requests.post(post["url"], data=post["fields"], files={"file": ("default.txt", b"default form")}, timeout=30)
+    assert r.status_code == 204, r.text
+    assert s3.get_object(Bucket=bucket, Key="default.txt")["Body"].read() == b"default form"
+
+
+def test_presigned_post_signature_v2_unknown_key_in_production(production):
+    key = create_key(production.data_dir)
+    client(production.s3_base, key).create_bucket(Bucket="prod-post")
+    ghost = legacy_client(production.s3_base, {"accessKeyId": "HRTHNOSUCHKEY", "secretAccessKey": "x" * 40})
+    post = ghost.generate_presigned_post("prod-post", "k.txt", ExpiresIn=300)
+    r = requests.post(post["url"], data=post["fields"], files={"file": ("k.txt", b"x")}, timeout=30)
+    assert r.status_code == 403 and b"<Code>InvalidAccessKeyId</Code>" in r.content, r.text
+    good = legacy_client(production.s3_base, key).generate_presigned_post("prod-post", "k.txt", ExpiresIn=300)
+    r = requests.post(good["url"], data=good["fields"], files={"file": ("k.txt", b"x")}, timeout=30)
+    assert r.status_code == 204, r.text
+
+
+def raw_response(sock, timeout=20.0):
+    sock.settimeout(timeout)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed before a response: {data!r}"
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    if status == 100:
+        sock2 = _Prefixed(sock, rest)
+        return raw_response(sock2, timeout)
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed inside the response body"
+        rest += chunk
+    return status, headers, rest[:length]
+
+
+class _Prefixed:
+    def __init__(self, sock, buf):
+        self.sock, self.buf = sock, buf
+
+    def settimeout(self, t):
+        self.sock.settimeout(t)
+
+    def recv(self, n):
+        if self.buf:
+            b, self.buf = self.buf, b""
+            return b
+        return self.sock.recv(n)
+
+
+@pytest.mark.parametrize("expect", [False, True])
+def test_body_over_the_size_limit_is_refused_before_it_is_sent(hearth, s3, bucket, expect):
+    """A PUT declaring more than S3's 5 GiB single-PUT limit: EntityTooLarge from the headers
+    alone (instead of `100 Continue` when the client waits for it), the connection closed
+    rather than read to the end, and the server still serving."""
+    host, port = "127.0.0.1", hearth.ports["s3"]
+    head = (f"PUT /{bucket}/huge.bin HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: {6 * 1024 ** 3}\r\n"
+            + ("Expect: 100-continue\r\n" if expect else "") + "\r\n")
+    with socket.create_connection((host, port), timeout=20) as sock:
+        sock.sendall(head.encode())
+        sock.settimeout(20)
+        assert not sock.recv(12, socket.MSG_PEEK).startswith(b"HTTP/1.1 100")  # no body is asked for
+        status, headers, body = raw_response(sock)
+        assert status == 400 and b"<Code>EntityTooLarge</Code>" in body, body
+        ET.fromstring(body)
+        assert headers.get("connection") == "close"
+        sock.settimeout(20)
+        closed = False
+        try:
+            for _ in range(4096):  # at most 256 MiB: the server must close long before
+                sock.sendall(b"\0" * 65536)
+        except (BrokenPipeError, ConnectionResetError):
+            closed = True
+        assert closed
+    s3.put_object(Bucket=bucket, Key="after.txt", Body=b"still serving")
+    assert s3.get_object(Bucket=bucket, Key="after.txt")["Body"].read() == b"still serving"
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="huge.bin")
+
+
+CONTROL = [c for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)] + [0x7F]
+
+
+@pytest.mark.parametrize("ch", [0x00, 0x0A, 0x0D] + CONTROL[1:])
+def test_error_bodies_are_well_formed_xml_for_control_characters_in_keys(hearth, bucket, ch):
+    """A key with a character XML 1.0 forbids (NUL, other C0 controls) is echoed in errors
+    without it: every error body parses with Python's XML parser."""
+    key = urllib.parse.quote(f"a{chr(ch)}b", safe="")
+    for method in ("GET", "HEAD", "PUT", "DELETE", "POST"):
+        r = requests.request(method, f"{hearth.s3_base}/{bucket}/{key}", data=b"x" if method == "PUT" else None, timeout=30)
+        if r.status_code < 400:
+            continue
+        assert r.status_code < 500, r.text
+        if method != "HEAD":
+            root = ET.fromstring(r.content)
+            assert root.tag == "Error" and root.findtext("Code")
+    r = requests.get(f"{hearth.s3_base}/{bucket}/{key}", timeout=30)
+    assert 400 <= r.status_code < 500
+    ET.fromstring(r.content)

@@ -332,3 +332,185 @@ def test_kill_during_upload_leaves_no_partial_object(base, server, restart_serve
     assert requests.get(obj_url(new_base, name), headers=OWNER, timeout=TIMEOUT).status_code == 404
     tmp = srv.data_dir / "objects" / "tmp"
     assert not any(tmp.iterdir()), "temporary upload files survive a restart"
+
+
+CROSS_SERVICE_RULES = """rules_version = '2';
+service firebase.storage {
+  match /b/{bucket}/o {
+    match /bottles/{bottleId}/{file} {
+      allow read: if firestore.exists(/databases/(default)/documents/bottles/$(bottleId));
+      allow create: if request.auth != null
+        && firestore.get(/databases/(default)/documents/bottles/$(bottleId)).data.ownerId == request.auth.uid;
+    }
+  }
+}
+"""
+
+
+def set_storage_rules(base, content):
+    r = requests.put(f"{base}/internal/setRules",
+                     json={"rules": {"files": [{"name": "storage.rules", "content": content}]}}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+
+
+def test_cross_service_rules_read_firestore_documents(base, server):
+    """Drift's bottles: the owner of `bottles/{id}` in Firestore decides who may upload to it
+    (`firestore.get`), and who may read depends on the document existing (`firestore.exists`)."""
+    base = server.storage_base  # the kill test above restarts the server on new ports
+    bottle, gone = unique("bottle"), unique("gone")
+    doc = f"{server.rest_base}/v1/projects/demo-hearth/databases/(default)/documents/bottles/{bottle}"
+    r = requests.patch(doc, json={"fields": {"ownerId": {"stringValue": "alice"}}}, headers=OWNER, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    set_storage_rules(base, CROSS_SERVICE_RULES)
+    try:
+        def up(uid, bid, name="photo.jpg"):
+            return upload_media(base, f"bottles/{bid}/{name}", b"\xff\xd8 jpeg", "image/jpeg", headers=as_user(uid))
+        ok = up("alice", bottle)
+        assert ok.status_code == 200, ok.text
+        denied = up("mallory", bottle)
+        assert denied.status_code == 403 and denied.json()["error"]["code"] == 403, denied.text
+        # A missing document: get() fails (deny), exists() is false (deny).
+        assert up("alice", gone).status_code == 403
+        assert requests.get(obj_url(base, f"bottles/{bottle}/photo.jpg"), timeout=TIMEOUT).status_code == 200
+        assert requests.get(obj_url(base, f"bottles/{gone}/photo.jpg"), timeout=TIMEOUT).status_code == 403
+        # The live document is read: a new owner takes over at once.
+        r = requests.patch(doc, json={"fields": {"ownerId": {"stringValue": "mallory"}}}, headers=OWNER, timeout=TIMEOUT)
+        assert r.status_code == 200, r.text
+        assert up("mallory", bottle, "second.jpg").status_code == 200
+        assert up("alice", bottle, "third.jpg").status_code == 403
+        requests.delete(doc, headers=OWNER, timeout=TIMEOUT)
+        assert requests.get(obj_url(base, f"bottles/{bottle}/photo.jpg"), timeout=TIMEOUT).status_code == 403
+        assert requests.get(obj_url(base, f"bottles/{bottle}/photo.jpg"), headers=OWNER, timeout=TIMEOUT).status_code == 200
+        # The lookups are counted in the rules coverage like any expression.
+        cov = requests.get(f"{base}/internal/ruleCoverage", timeout=TIMEOUT).json()
+        lookups = {e["text"].split("(")[0]: e for e in cov["report"] if e["text"].startswith("firestore.")}
+        # 5 uploads; the 2 allowed ones are judged twice (declared size first, then the bytes).
+        assert lookups["firestore.get"]["evaluations"] == 7 and lookups["firestore.get"]["error"] == 1, lookups
+        assert lookups["firestore.exists"]["true"] == 1 and lookups["firestore.exists"]["false"] == 2, lookups
+    finally:
+        assert requests.post(f"{base}/internal/reset", timeout=TIMEOUT).status_code == 200
+
+
+SIZE_RULES = """rules_version = '2';
+service firebase.storage {
+  match /b/{bucket}/o {
+    match /{all=**} {
+      allow read;
+      allow create: if request.auth != null && request.resource.size < 5 * 1024 * 1024;
+    }
+  }
+}
+"""
+
+
+def read_response(sock, timeout=20.0) -> tuple[int, dict, bytes]:
+    """Reads one HTTP/1.1 response (status, lower-cased headers, body) from a raw socket."""
+    sock.settimeout(timeout)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed before a response: {data!r}"
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    if status == 100:
+        return read_response_after(sock, rest, timeout)
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed inside the response body"
+        rest += chunk
+    return status, headers, rest[:length]
+
+
+def read_response_after(sock, already: bytes, timeout: float):
+    class Prefixed:
+        def __init__(self):
+            self.buf = already
+
+        def settimeout(self, t):
+            sock.settimeout(t)
+
+        def recv(self, n):
+            if self.buf:
+                b, self.buf = self.buf, b""
+                return b
+            return sock.recv(n)
+    return read_response(Prefixed(), timeout)
+
+
+def wait_closed(sock, timeout=20.0) -> bool:
+    """True once the server closes the connection (dropping anything it still sends)."""
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+
+
+@pytest.mark.parametrize("variant", ["media", "media-expect", "resumable-ios", "resumable-js"])
+def test_upload_denied_by_declared_size_is_refused_before_the_body(base, server, variant):
+    """6 MiB against `request.resource.size < 5 MiB`: the 403 arrives after the headers alone
+    (no byte of the body sent), and the server is fine afterwards."""
+    base = server.storage_base
+    set_storage_rules(base, SIZE_RULES)
+    try:
+        host, port = "127.0.0.1", server.ports["storage"]
+        name = urllib.parse.quote(unique("big"), safe="")
+        size = 6 * 1024 * 1024
+        auth = f"Authorization: Firebase {token('alice')}\r\n"
+        if variant.startswith("media"):
+            expect = "Expect: 100-continue\r\n" if variant == "media-expect" else ""
+            head = (f"POST /v0/b/{BUCKET}/o?name={name} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}{expect}"
+                    f"Content-Type: image/png\r\nContent-Length: {size}\r\n\r\n")
+        else:
+            length = "X-Goog-Upload-Content-Length" if variant == "resumable-ios" else "X-Goog-Upload-Header-Content-Length"
+            meta = json.dumps({"name": unique("big"), "contentType": "image/png"})
+            head = (f"POST /v0/b/{BUCKET}/o?name={name} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}"
+                    f"X-Goog-Upload-Protocol: resumable\r\nX-Goog-Upload-Command: start\r\n{length}: {size}\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(meta)}\r\n\r\n{meta}")
+        with socket.create_connection((host, port), timeout=20) as s:
+            s.sendall(head.encode())
+            # The final answer comes instead of `100 Continue`: the client need not send the body.
+            assert not s.recv(12, socket.MSG_PEEK).startswith(b"HTTP/1.1 100")
+            status, headers, body = read_response(s)
+            assert status == 403, body
+            assert json.loads(body)["error"]["code"] == 403
+            if variant.startswith("media"):
+                # The body never came: the refusal ends the connection rather than wait for it.
+                assert headers.get("connection") == "close"
+                s.sendall(b"x" * 65536)
+                assert wait_closed(s)
+        # A client that sends the whole body before reading (requests) gets the 403 too …
+        r = upload_media(base, unique("big"), b"x" * size, "image/png", headers=as_user("alice"))
+        assert r.status_code == 403, r.text
+        # … and the server goes on serving: a small upload on a fresh connection succeeds.
+        ok = upload_media(base, unique("small"), b"x" * 1024, "image/png", headers=as_user("alice"))
+        assert ok.status_code == 200, ok.text
+    finally:
+        assert requests.post(f"{base}/internal/reset", timeout=TIMEOUT).status_code == 200
+
+
+def test_resumable_chunk_past_the_declared_size_is_refused_before_it_is_read(base, server):
+    base = server.storage_base
+    name = unique("chunked")
+    start = requests.post(f"{base}/v0/b/{BUCKET}/o", params={"name": name}, data=b"{}", timeout=TIMEOUT, headers={
+        **OWNER, "X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start",
+        "X-Goog-Upload-Header-Content-Length": "1000", "Content-Type": "application/json"})
+    assert start.status_code == 200, start.text
+    url = urllib.parse.urlsplit(start.headers["X-Goog-Upload-URL"])
+    host, port = "127.0.0.1", server.ports["storage"]
+    with socket.create_connection((host, port), timeout=20) as s:
+        s.sendall((f"POST {url.path}?{url.query} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer owner\r\n"
+                   f"X-Goog-Upload-Command: upload, finalize\r\nX-Goog-Upload-Offset: 0\r\n"
+                   f"Content-Length: 2000\r\n\r\n").encode())
+        status, headers, body = read_response(s)
+        assert status == 400 and headers.get("connection") == "close", body
+    # The session still takes the right bytes.
+    r = requests.post(start.headers["X-Goog-Upload-URL"], data=b"y" * 1000, timeout=TIMEOUT, headers={
+        **OWNER, "X-Goog-Upload-Command": "upload, finalize", "X-Goog-Upload-Offset": "0"})
+    assert r.status_code == 200 and r.json()["size"] == "1000", r.text

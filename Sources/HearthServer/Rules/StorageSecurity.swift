@@ -1,4 +1,5 @@
-public import HearthCore
+import HearthCore
+public import HearthDocuments
 public import HearthRules
 public import HearthStorage
 public import Logging
@@ -8,14 +9,21 @@ import Foundation
 /// production denies every client and emulator mode allows every client. Any upload is
 /// `create`, a metadata change `update`, a download or metadata read `get`, a listing `list`
 /// (which needs `rules_version = '2'`).
+///
+/// Rules may read Firestore documents with `firestore.get()` and `firestore.exists()`
+/// (cross-service rules): the lookups read the live document engine, inside one storage
+/// snapshot per evaluation, against the Storage budget of ``DocumentAccessLedger/storage``.
 public struct StorageSecurity: Sendable {
     public let rules: RulesStore
     public let emulator: Bool
+    /// The document engine `firestore.get()`/`exists()` read (nil: such rules fail, and deny).
+    let documents: DocumentEngine?
     let logger: Logger
 
-    public init(rules: RulesStore, emulator: Bool, logger: Logger) {
+    public init(rules: RulesStore, emulator: Bool, documents: DocumentEngine?, logger: Logger) {
         self.rules = rules
         self.emulator = emulator
+        self.documents = documents
         self.logger = logger
     }
 
@@ -39,7 +47,7 @@ public struct StorageSecurity: Sendable {
     public func check(
         _ identity: Identity, _ method: RulesMethod, bucket: String, name: String, existing: StorageObject?,
         incoming: RulesStorageObject? = nil, project: String
-    ) throws(HearthError) {
+    ) async throws {
         if identity.isAdmin { return }
         guard let loaded = rules.rules(for: project) else {
             if emulator { return }
@@ -49,8 +57,17 @@ public struct StorageSecurity: Sendable {
         let request = RulesRequest(
             method: method, target: target, auth: identity.rulesAuth, time: Timestamp(microseconds: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded(.down))),
             resource: existing.map { Self.rulesObject($0).rulesValue }, newResource: incoming?.rulesValue)
-        var ledger = DocumentAccessLedger.storage
-        let d = loaded.ruleset.evaluate(request, documents: nil, ledger: &ledger, options: RulesEvaluationOptions(recordCoverage: emulator))
+        let options = RulesEvaluationOptions(recordCoverage: emulator)
+        let d: RulesDecision
+        if loaded.usesDocuments, let documents {
+            d = try await documents.store.read { reader in
+                var ledger = DocumentAccessLedger.storage
+                return loaded.ruleset.evaluate(request, documents: ReaderLookup(reader: reader), ledger: &ledger, options: options)
+            }
+        } else {
+            var ledger = DocumentAccessLedger.storage
+            d = loaded.ruleset.evaluate(request, documents: nil, ledger: &ledger, options: options)
+        }
         loaded.record(d.coverage)
         if !d.isAllowed { throw denial(d) }
     }

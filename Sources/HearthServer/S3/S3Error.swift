@@ -71,6 +71,13 @@ struct S3Error: Error {
 /// Just enough XML for S3: escaping, and reading the flat request documents
 /// (CompleteMultipartUpload, Delete) as lists of element texts.
 enum S3XML {
+    /// Text for element content, always well-formed XML 1.0: markup characters become
+    /// entities, a carriage return `&#13;` (a raw one would be read back as a line feed),
+    /// and a character XML 1.0 cannot carry at all — C0 controls other than tab, line feed
+    /// and carriage return, U+FFFE and U+FFFF, which are forbidden even as character
+    /// references — becomes U+FFFD. Such characters reach a body only as echoes of the
+    /// request (a key in an error's `Resource`) or in keys listed without `encoding-type=url`,
+    /// which is how clients list them exactly (as on AWS).
     static func escape(_ s: String) -> String {
         var out = ""
         for c in s.unicodeScalars {
@@ -80,11 +87,22 @@ enum S3XML {
             case ">": out += "&gt;"
             case "\"": out += "&quot;"
             case "'": out += "&apos;"
+            case "\r": out += "&#13;"
             default:
-                if c.value < 0x20 && c != "\t" && c != "\n" && c != "\r" { out += "&#\(c.value);" } else { out.unicodeScalars.append(c) }
+                if isAllowed(c) { out.unicodeScalars.append(c) } else { out.unicodeScalars.append("\u{FFFD}") }
             }
         }
         return out
+    }
+
+    /// XML 1.0's `Char` production: `#x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]`
+    /// (Unicode scalars exclude the surrogates).
+    static func isAllowed(_ c: Unicode.Scalar) -> Bool {
+        switch c.value {
+        case 0x9, 0xA, 0xD: true
+        case 0..<0x20, 0xFFFE, 0xFFFF: false
+        default: true
+        }
     }
 
     static func unescape(_ s: Substring) -> String? {
@@ -104,7 +122,7 @@ enum S3XML {
                 default:
                     let hex = entity.hasPrefix("#x")
                     guard entity.hasPrefix("#"), let v = UInt32(entity.dropFirst(hex ? 2 : 1), radix: hex ? 16 : 10),
-                          let scalar = UnicodeScalar(v)
+                          let scalar = UnicodeScalar(v), isAllowed(scalar)
                     else { return nil }
                     out.unicodeScalars.append(scalar)
                 }

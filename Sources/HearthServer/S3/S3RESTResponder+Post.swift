@@ -5,11 +5,11 @@ import HTTPTypes
 import NIOCore
 import Foundation
 
-/// Browser uploads with a presigned POST policy (`generate_presigned_post`): a
-/// `multipart/form-data` form whose fields are checked against the signed policy — its
+/// Browser uploads with a presigned POST policy (`generate_presigned_post`, signed with SigV4
+/// or SigV2): a `multipart/form-data` form whose fields are checked against the signed policy — its
 /// expiration and every condition (`{"bucket"}`, `{"key"}`, `eq`, `starts-with`,
-/// `content-length-range`); every field but the signature, the policy, the file and
-/// `x-ignore-*` must be covered by a condition, as on AWS. The file streams to disk and is
+/// `content-length-range`); every field but the signature (and SigV2's `AWSAccessKeyId`), the
+/// policy, the file and `x-ignore-*` must be covered by a condition, as on AWS. The file streams to disk and is
 /// committed only if its size fits the policy.
 extension S3RESTResponder {
     func presignedPost(_ request: inout Request, bucket: String) async throws -> Response {
@@ -111,22 +111,52 @@ extension S3RESTResponder {
         return nil
     }
 
-    func verifyPolicy(_ fields: [String: String], bucket: String, filename: String, fileContentType: String?) async throws -> Policy {
-        guard let policyText = fields["policy"], let credential = fields["x-amz-credential"], let signature = fields["x-amz-signature"],
-              let amzDate = fields["x-amz-date"], fields["x-amz-algorithm"] == SigV4.algorithm
-        else { throw S3Error.named("AccessDenied", "The form must carry policy, x-amz-algorithm, x-amz-credential, x-amz-date and x-amz-signature fields.") }
-        let parts = credential.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 5 else { throw S3Error.named("InvalidArgument", "x-amz-credential is malformed.") }
-        let scope = SigV4.Scope(date: parts[1], region: parts[2], service: parts[3])
-        if let key = try await store.accessKey(parts[0]), !key.revoked {
+    /// A form's signature: SigV4 (`x-amz-algorithm`, `x-amz-credential`, `x-amz-date`,
+    /// `x-amz-signature`, the signing key's HMAC-SHA256 of the base64 policy) or SigV2
+    /// (`AWSAccessKeyId`, `signature`: base64 HMAC-SHA1 of the base64 policy with the secret —
+    /// what boto3's `generate_presigned_post` produces with `signature_version='s3'`).
+    /// Returns the policy text and the fields that need no policy condition.
+    func verifyPolicySignature(_ fields: [String: String], bucket: String) async throws -> (policy: String, exempt: Set<String>) {
+        guard let policyText = fields["policy"] else {
+            throw S3Error.named("AccessDenied", "Bucket POST must contain a field named 'policy'.")
+        }
+        if fields["x-amz-algorithm"] != nil || fields["x-amz-signature"] != nil || fields["awsaccesskeyid"] == nil {
+            guard let credential = fields["x-amz-credential"], let signature = fields["x-amz-signature"],
+                  fields["x-amz-date"] != nil, fields["x-amz-algorithm"] == SigV4.algorithm
+            else { throw S3Error.named("AccessDenied", "The form must carry policy, x-amz-algorithm, x-amz-credential, x-amz-date and x-amz-signature fields.") }
+            let parts = credential.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 5 else { throw S3Error.named("InvalidArgument", "x-amz-credential is malformed.") }
+            let scope = SigV4.Scope(date: parts[1], region: parts[2], service: parts[3])
+            try await checkFormSignature(accessKeyID: parts[0], bucket: bucket, signature: signature) { key in
+                SigV4.hex(SigV4.hmac(SigV4.signingKey(secret: key.secret, scope: scope), policyText))
+            }
+            return (policyText, ["x-amz-signature", "policy", "file"])
+        }
+        guard let accessKeyID = fields["awsaccesskeyid"], let signature = fields["signature"] else {
+            throw S3Error.named("AccessDenied", "The form must carry policy, AWSAccessKeyId and signature fields.")
+        }
+        try await checkFormSignature(accessKeyID: accessKeyID, bucket: bucket, signature: signature) { key in
+            SigV2.signature(secret: key.secret, stringToSign: policyText)
+        }
+        return (policyText, ["signature", "policy", "file", "awsaccesskeyid"])
+    }
+
+    /// The access key's signature over the policy (unknown keys pass in emulator mode only, as
+    /// for every S3 request).
+    func checkFormSignature(accessKeyID: String, bucket: String, signature: String, expected: (S3AccessKey) -> String) async throws {
+        if let key = try await store.accessKey(accessKeyID), !key.revoked {
             guard key.allows(bucket: bucket) else { throw S3Error.named("AccessDenied", "This access key may not use bucket \(bucket).") }
-            let expected = SigV4.hex(SigV4.hmac(SigV4.signingKey(secret: key.secret, scope: scope), policyText))
-            guard SigV4.equal(expected, signature) else {
+            guard SigV4.equal(expected(key), signature) else {
                 throw S3Error.named("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided.")
             }
         } else if !auth.emulator {
             throw S3Error.named("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
         }
+    }
+
+    /// Checks a signed form against its policy, whichever signature version signed it.
+    func verifyPolicy(_ fields: [String: String], bucket: String, filename: String, fileContentType: String?) async throws -> Policy {
+        let (policyText, exempt) = try await verifyPolicySignature(fields, bucket: bucket)
         guard let data = Data(base64Encoded: policyText), let json = try? JSON.parse(Array(data)) else {
             throw S3Error.named("InvalidPolicyDocument", "Invalid Policy: Invalid JSON.")
         }
@@ -141,7 +171,7 @@ extension S3RESTResponder {
         values["key"] = key
         if values["content-type"] == nil, let t = fileContentType { values["content-type"] = t }
         var policy = Policy(key: key, fileContentType: fileContentType)
-        var covered: Set<String> = ["x-amz-signature", "policy", "file"]
+        var covered = exempt
         func failed(_ what: String) -> S3Error { S3Error.named("AccessDenied", "Invalid according to Policy: Policy Condition failed: \(what)") }
         for condition in json["conditions"]?.arrayValue ?? [] {
             if let object = condition.objectValue {

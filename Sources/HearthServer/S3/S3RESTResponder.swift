@@ -12,7 +12,7 @@ import Foundation
 /// listing (V2, with `encoding-type=url`), copy, batch delete, multipart uploads, presigned
 /// URLs and presigned POST forms. Errors are S3's XML.
 public struct S3RESTResponder: HTTPResponder {
-    public typealias Context = BasicRequestContext
+    public typealias Context = ObjectRequestContext
 
     let store: ObjectStore
     let auth: S3Authenticator
@@ -29,7 +29,7 @@ public struct S3RESTResponder: HTTPResponder {
         let requestID = S3RequestIDs.next()
         let head = request.method == .head
         do {
-            var r = try await route(request)
+            var r = try await route(context.continuingOnRead(request))
             r.headers[HTTPField.Name("x-amz-request-id")!] = requestID
             return r
         } catch let e as S3Error {

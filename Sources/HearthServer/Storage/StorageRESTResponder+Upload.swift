@@ -37,7 +37,7 @@ extension StorageRESTResponder {
         attributes.downloadTokens = nil
         let declared = request.headers[.contentLength].flatMap { Int64($0) }
         if let declared {
-            try precheck(identity, bucket, name, declared, attributes)
+            try await precheck(identity, bucket, name, declared, attributes)
         }
         let writer = try store.beginUpload()
         do {
@@ -55,8 +55,8 @@ extension StorageRESTResponder {
     }
 
     /// An early refusal before any bytes are stored, from the declared size.
-    func precheck(_ identity: Identity, _ bucket: String, _ name: String, _ size: Int64, _ attributes: ObjectAttributes) throws(HearthError) {
-        try security.check(
+    func precheck(_ identity: Identity, _ bucket: String, _ name: String, _ size: Int64, _ attributes: ObjectAttributes) async throws {
+        try await security.check(
             identity, .create, bucket: bucket, name: name, existing: nil,
             incoming: StorageSecurity.incoming(bucket: bucket, name: name, size: size, attributes: attributes), project: project)
     }
@@ -69,7 +69,7 @@ extension StorageRESTResponder {
         }
         do {
             let existing = try await store.object(bucket, name)
-            try security.check(
+            try await security.check(
                 identity, .create, bucket: bucket, name: name, existing: existing,
                 incoming: StorageSecurity.incoming(bucket: bucket, name: name, size: writer.size, attributes: attributes), project: project)
         } catch {
@@ -134,7 +134,7 @@ extension StorageRESTResponder {
             guard let n = Int64(s), n >= 0 else { throw HearthError.invalidArgument("Invalid X-Goog-Upload-Content-Length \"\(s)\".") }
             declared = n
         }
-        try precheck(identity, bucket, name, declared ?? 0, attributes)
+        try await precheck(identity, bucket, name, declared ?? 0, attributes)
         let id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         sessions.add(
             UploadSessions.Session(
@@ -176,6 +176,10 @@ extension StorageRESTResponder {
         if commands.contains("upload") {
             guard let offsetText = request.headers[Self.uploadOffset], let offset = Int64(offsetText), offset >= 0 else {
                 throw HearthError.invalidArgument("An upload command needs X-Goog-Upload-Offset.")
+            }
+            // A chunk declared to run past the declared size is refused before it is read.
+            if let d = session.declaredSize, let n = request.headers[.contentLength].flatMap({ Int64($0) }), offset <= d, n > d - offset {
+                throw HearthError.invalidArgument("The chunk would end past the declared \(d) bytes.")
             }
             try await append(&request, to: session, from: offset)
         }

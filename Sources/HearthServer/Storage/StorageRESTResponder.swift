@@ -12,7 +12,7 @@ import Synchronization
 /// control endpoints, on the storage port. Bytes stream through: uploads go to a blob writer
 /// chunk by chunk and downloads are read chunk by chunk, so object size does not bound memory.
 public struct StorageRESTResponder: HTTPResponder {
-    public typealias Context = BasicRequestContext
+    public typealias Context = ObjectRequestContext
 
     let store: ObjectStore
     let authenticator: Authenticator
@@ -34,7 +34,7 @@ public struct StorageRESTResponder: HTTPResponder {
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         do {
-            return try await route(request, context)
+            return try await route(context.continuingOnRead(request), context)
         } catch let e as HearthError {
             if e.code.httpStatus >= 500 {
                 logger.error("storage request failed", metadata: ["path": "\(request.uri.path)", "error": "\(e)"])
@@ -104,7 +104,7 @@ public struct StorageRESTResponder: HTTPResponder {
             return try await updateMetadata(&request, bucket: bucket, name: name, identity: identity)
         case (.delete, let name?):
             let existing = try await existingObject(bucket, name)
-            try security.check(identity, .delete, bucket: bucket, name: name, existing: existing, project: project)
+            try await security.check(identity, .delete, bucket: bucket, name: name, existing: existing, project: project)
             try await store.delete(bucket, name)
             logger.info("deleted object", metadata: ["bucket": "\(bucket)", "name": "\(name)"])
             return Response(status: .noContent)
@@ -134,7 +134,7 @@ public struct StorageRESTResponder: HTTPResponder {
         let media = params.last { $0.0 == "alt" }?.1 == "media"
         // A download token alone authorises reading the bytes (download URLs).
         let byToken = media && token != nil && object.map { $0.downloadTokens.contains(token!) } == true
-        if !byToken { try security.check(identity, .get, bucket: bucket, name: name, existing: object, project: project) }
+        if !byToken { try await security.check(identity, .get, bucket: bucket, name: name, existing: object, project: project) }
         guard let object else { throw HearthError(.notFound, "Not Found.") }
         if !media { return HTTPSupport.json(StorageJSON.v0(object)) }
         return try download(object, range: request.headers[.range])
@@ -194,7 +194,7 @@ public struct StorageRESTResponder: HTTPResponder {
             guard let d = Data(base64Encoded: t), let s = String(data: d, encoding: .utf8) else { throw HearthError.invalidArgument("Invalid pageToken.") }
             after = s
         }
-        try security.check(identity, .list, bucket: bucket, name: prefix, existing: nil, project: project)
+        try await security.check(identity, .list, bucket: bucket, name: prefix, existing: nil, project: project)
         guard try await store.bucket(bucket) != nil else {
             if emulator { return HTTPSupport.json(.object([("prefixes", .array([])), ("items", .array([]))])) }
             throw HearthError(.notFound, "The bucket \(bucket) does not exist.")
@@ -214,11 +214,11 @@ public struct StorageRESTResponder: HTTPResponder {
         let body = try await jsonBody(&request)
         let patch = try StorageJSON.patch(body)
         guard let existing = try await existingObject(bucket, name) else {
-            try security.check(identity, .update, bucket: bucket, name: name, existing: nil, project: project)
+            try await security.check(identity, .update, bucket: bucket, name: name, existing: nil, project: project)
             throw HearthError(.notFound, "Not Found.")
         }
         let after = StorageSecurity.rulesObject(patch.applied(to: existing))
-        try security.check(identity, .update, bucket: bucket, name: name, existing: existing, incoming: after, project: project)
+        try await security.check(identity, .update, bucket: bucket, name: name, existing: existing, incoming: after, project: project)
         let updated = try await store.update(bucket, name, patch)
         return HTTPSupport.json(StorageJSON.v0(updated))
     }
@@ -279,6 +279,16 @@ public struct StorageRESTResponder: HTTPResponder {
             security.rules.setFileRules(RulesStore.Loaded(ruleset, origin: "emulator endpoint"))
             logger.info("loaded storage rules", metadata: ["file": "\(name)"])
             return Response(status: .ok)
+        case (.get, "ruleCoverage"), (.get, "ruleCoverage.html"):
+            // What the Firestore emulator's `:ruleCoverage` reports, for the storage rules.
+            guard let loaded = security.rules.rules(for: project) else {
+                throw HearthError(.notFound, "No storage rules are loaded.")
+            }
+            let report = RulesCoverageReport(ruleset: loaded.ruleset, coverage: loaded.accumulatedCoverage)
+            if segments[1] == "ruleCoverage" { return HTTPSupport.json(report.jsonValue()) }
+            return Response(
+                status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: report.html())))
         default:
             throw HearthError(.notFound, "Not found: \(request.uri.path)")
         }
