@@ -146,7 +146,7 @@ def test_oidc_and_saml_provider_configs_through_admin_sdk(app, rest, hearth_auth
     assert updated.client_id == "cid2" and updated.display_name is None and updated.enabled is False
     assert updated.code_response_type is True and updated.id_token_response_type is False and updated.client_secret == "s3cret"
     assert updated.issuer == "https://oidc.example.com/issuer"
-    with pytest.raises(exceptions.AlreadyExistsError):
+    with pytest.raises((exceptions.AlreadyExistsError, exceptions.ConflictError)):
         auth.create_oidc_provider_config(pid, client_id="cid", issuer="https://oidc.example.com/issuer", app=app)
 
     sid = f"saml.t{uuid.uuid4().hex[:8]}"

@@ -21,9 +21,10 @@ extension AuthEngine {
         return c
     }
 
-    /// Configs of `kind` ordered by id, strictly after `after`, at most `limit` (1…100).
+    /// Configs of `kind` ordered by id, strictly after `after`, at most `limit` (the transport
+    /// bounds the page size: Google's 1…100, asking for one more to see whether a page follows).
     public func providerConfigs(_ kind: ProviderConfig.Kind, after: String?, limit: Int) async throws -> [ProviderConfig] {
-        guard limit >= 1, limit <= 100 else { throw HearthError.invalidArgument("pageSize must be 1…100.") }
+        guard limit >= 1 else { throw HearthError.invalidArgument("pageSize must be positive.") }
         let all = try await store.read { r in try r.providerConfigs() }
         return Array(all.filter { $0.kind == kind && (after == nil || $0.providerID > after!) }.prefix(limit))
     }
