@@ -178,6 +178,39 @@ def test_bad_provider_configs_are_400(rest, body, query, message):
     assert r.status_code == 400
 
 
+def test_malformed_provider_config_requests_are_4xx_never_500(app, rest):
+    pid = f"oidc.m{uuid.uuid4().hex[:8]}"
+    auth.create_oidc_provider_config(pid, client_id="c", issuer="https://i.example.com", app=app)
+    base = f"{rest.base}/identitytoolkit.googleapis.com/v2/projects/{PROJECT}"
+    owner = {"Authorization": "Bearer owner", "Content-Type": "application/json"}
+    cases = [
+        ("GET", "/oauthIdpConfigs?pageSize=abc", None), ("GET", "/oauthIdpConfigs?pageSize=0", None),
+        ("GET", "/oauthIdpConfigs?pageSize=101", None), ("GET", "/oauthIdpConfigs?pageToken=%%%", None),
+        ("GET", "/oauthIdpConfigs?pageToken=!!", None), ("POST", "/oauthIdpConfigs", b'{"clientId":"c"}'),
+        ("POST", f"/oauthIdpConfigs?oauthIdpConfigId=oidc.x", b"{not json"), ("POST", "/oauthIdpConfigs?oauthIdpConfigId=oidc.x", b"[]"),
+        ("POST", "/oauthIdpConfigs?oauthIdpConfigId=oidc.x", b'{"clientId":"c","issuer":"https://i.example.com","enabled":"yes"}'),
+        ("POST", "/oauthIdpConfigs?oauthIdpConfigId=oidc.x", b'{"clientId":"c","issuer":"https://i.example.com","nope":1}'),
+        ("POST", "/inboundSamlConfigs?inboundSamlConfigId=saml.x", b'{"idpConfig":{"idpEntityId":"e"},"spConfig":5}'),
+        ("POST", "/inboundSamlConfigs?inboundSamlConfigId=saml.x",
+         b'{"idpConfig":{"idpEntityId":"e","ssoUrl":"https://s.example","idpCertificates":[{"x509Certificate":7}]},'
+         b'"spConfig":{"spEntityId":"sp","callbackUri":"https://c.example"}}'),
+        ("PATCH", f"/oauthIdpConfigs/{pid}", b'{"clientId":"c2"}'), ("PATCH", f"/oauthIdpConfigs/{pid}?updateMask=nope", b"{}"),
+        ("PATCH", f"/oauthIdpConfigs/{pid}?updateMask=clientId", b"{}"),
+        ("PATCH", f"/oauthIdpConfigs/{pid}?updateMask=responseType.code.deep", b'{"responseType":{"code":true}}'),
+        ("PATCH", "/oauthIdpConfigs/oidc.missing?updateMask=clientId", b'{"clientId":"c"}'),
+        ("PATCH", f"/oauthIdpConfigs/{pid}?updateMask=clientId", b"\xff"),
+        ("GET", "/oauthIdpConfigs/not-oidc", None), ("GET", f"/inboundSamlConfigs/{pid}", None), ("DELETE", "/oauthIdpConfigs/oidc.missing", None),
+        ("PUT", f"/oauthIdpConfigs/{pid}", b"{}"), ("GET", f"/oauthIdpConfigs/{pid}/extra", None), ("GET", "/tenants", None),
+    ]
+    for method, path, body in cases:
+        r = rest.session.request(method, base + path, data=body, headers=owner, timeout=30)
+        assert 400 <= r.status_code < 500, (method, path, r.status_code, r.text)
+        assert "message" in r.json()["error"], (method, path, r.text)
+    # Nothing of the refused writes stuck.
+    assert auth.get_oidc_provider_config(pid, app=app).client_id == "c"
+    auth.delete_oidc_provider_config(pid, app=app)
+
+
 def test_admin_oidc_config_is_trusted_by_sign_in_with_idp(app, rest):
     pid = f"oidc.corp{uuid.uuid4().hex[:6]}"
     # Keys for the issuer come from --auth-config (the corp.example entry); the client id from the config.
