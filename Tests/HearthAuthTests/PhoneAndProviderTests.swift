@@ -1,6 +1,7 @@
 import Testing
 import Foundation
 import HearthCore
+import GRDB
 @testable import HearthAuth
 
 @Suite struct NonceTests {
@@ -183,5 +184,33 @@ import HearthCore
         #expect(try await e.providerConfigs(.saml, after: nil, limit: 10).isEmpty)
         try await e.deleteProviderConfig(.oidc, id: "oidc.corp")
         await expectAuthError(.configurationNotFound) { try await e.providerConfig(.oidc, id: "oidc.corp") }
+    }
+}
+
+@Suite struct AuthStoreMigrationTests {
+    @Test func aVersion2DatabaseGainsPhoneNumbersAndProviderConfigs() async throws {
+        let queue = try GRDB.DatabaseQueue()
+        try GRDBAuthStore.migrator.migrate(queue, upTo: "hearth-auth-v2-service-accounts")
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO auth_accounts(uid, email, email_verified, disabled, providers, created_at, valid_since)
+                    VALUES ('u1', 'a@example.com', 0, 0, '[]', 1, 1)
+                    """)
+        }
+        let store = try GRDBAuthStore(writer: queue)
+        let old = try #require(try await store.read { r in try r.account(uid: "u1") })
+        #expect(old.email == "a@example.com" && old.phoneNumber == nil)
+        try await store.write { w in
+            var a = old
+            a.phoneNumber = "+15555550100"
+            try w.save(a)
+        }
+        #expect(try await store.read { r in try r.account(phoneNumber: "+15555550100") }?.uid == "u1")
+        // The column is unique: a second account with the number cannot be stored.
+        await #expect(throws: (any Error).self) {
+            try await store.write { w in try w.save(Account(uid: "u2", createdAt: 1, validSince: 1, phoneNumber: "+15555550100")) }
+        }
+        #expect(try await store.read { r in try r.providerConfigs() }.isEmpty)
     }
 }

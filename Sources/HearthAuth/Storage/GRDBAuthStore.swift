@@ -204,9 +204,18 @@ public final class GRDBAuthStore: AuthStore {
                 arguments: [s.clientEmail, s.clientID, s.keyID, s.publicKeyPEM, s.createdAt])
         }
 
+        /// `ON CONFLICT(uid) DO UPDATE` rather than `INSERT OR REPLACE`: a clash on another unique
+        /// column (email, phone number) fails the write instead of silently deleting the other account.
+        static let upsertAccount: String = {
+            let columns = accountColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let updates = columns.filter { $0 != "uid" }.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+            let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ",")
+            return "INSERT INTO auth_accounts(\(accountColumns)) VALUES (\(placeholders)) ON CONFLICT(uid) DO UPDATE SET \(updates)"
+        }()
+
         func save(_ a: Account) throws {
             try db.execute(
-                sql: "INSERT OR REPLACE INTO auth_accounts(\(Self.accountColumns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                sql: Self.upsertAccount,
                 arguments: [
                     a.uid, a.email, a.emailVerified, a.passwordHash?.encoded, a.passwordUpdatedAt, a.displayName, a.photoURL,
                     a.disabled, a.customClaims, Self.encodeProviders(a.providers), a.createdAt, a.lastLoginAt, a.lastRefreshAt,
