@@ -230,7 +230,8 @@ public final class GRDBAuthStore: AuthStore {
         }
 
         func deleteAllAccounts() throws {
-            try db.execute(sql: "DELETE FROM auth_accounts; DELETE FROM auth_refresh_tokens; DELETE FROM auth_oob_codes; DELETE FROM auth_phone_codes;")
+            try db.execute(
+                sql: "DELETE FROM auth_accounts; DELETE FROM auth_refresh_tokens; DELETE FROM auth_oob_codes; DELETE FROM auth_phone_codes;")
         }
 
         func account(phoneNumber: String) throws -> Account? {

@@ -128,7 +128,9 @@ extension AuthRESTResponder {
         let audiences = claims["aud"]?.stringValue.map { [$0] } ?? (claims["aud"]?.arrayValue ?? []).compactMap(\.stringValue)
         guard claims["iss"]?.stringValue == issuer else { throw AuthErrorCode.invalidIDPResponse.error("The id_token has the wrong issuer.") }
         guard audiences.contains(clientID) else { throw AuthErrorCode.invalidIDPResponse.error("The id_token has the wrong audience.") }
-        if case .number(let text)? = claims["exp"], let exp = Int64(text), exp + 60 <= now { throw AuthErrorCode.invalidIDPResponse.error("The id_token has expired.") }
+        if case .number(let text)? = claims["exp"], let exp = Int64(text), exp + 60 <= now {
+            throw AuthErrorCode.invalidIDPResponse.error("The id_token has expired.")
+        }
         return identity
     }
 
