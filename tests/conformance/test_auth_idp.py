@@ -262,7 +262,7 @@ def test_unauthorised_link_domain_is_refused(app):
 
 
 def test_provider_configs_persist_across_restart(hearth_auth):
-    """Last in the module: restarts the server (the firebase-admin app above keeps the old port)."""
+    """After every test that uses the firebase-admin app: restarts the server (the app keeps the old port)."""
     if not KEPT:
         pytest.skip("the CRUD test did not run")
     pid, sid = KEPT["oidc"], KEPT["saml"]
@@ -282,3 +282,86 @@ def test_provider_configs_persist_across_restart(hearth_auth):
         expect_error(r, "CONFIGURATION_NOT_FOUND")
 
 
+
+
+class _KeyServer:
+    """An OIDC issuer on 127.0.0.1: its discovery document and JWKS, counting fetches."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        owner = self
+        self.fetches = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                owner.fetches += 1
+                if self.path == "/.well-known/openid-configuration":
+                    body = {"issuer": owner.issuer, "jwks_uri": f"{owner.issuer}/jwks"}
+                elif self.path == "/jwks":
+                    body = jwks()
+                else:
+                    self.send_error(404)
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.issuer = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+PROD_ADMIN = "idp-admin-" + uuid.uuid4().hex
+
+
+@pytest.fixture(scope="module")
+def prod_idp(tmp_path_factory):
+    keys = _KeyServer()
+    srv = start(tmp_path_factory, "auth-idp-prod", emulator=False, extra_args=("--admin-token", PROD_ADMIN), service_account=False)
+    yield srv, keys
+    srv.stop()
+    keys.close()
+
+
+def test_production_admin_oidc_config_uses_the_issuers_discovered_keys(prod_idp):
+    srv, keys = prod_idp
+    rest = AuthRest(srv)
+    configs = f"/identitytoolkit.googleapis.com/v2/projects/{PROJECT}/oauthIdpConfigs"
+    r = rest.call(f"{configs}?oauthIdpConfigId=oidc.disc", {"clientId": "disc-client", "issuer": keys.issuer, "enabled": True},
+                  admin=PROD_ADMIN)
+    assert r.status_code == 200, r.text
+    token = id_token(keys.issuer, "disc-client", nonce="n-1")
+    ok = sign_in(rest, "oidc.disc", token, nonce="n-1")
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["providerId"] == "oidc.disc"
+    again = sign_in(rest, "oidc.disc", id_token(keys.issuer, "disc-client"))
+    assert again.status_code == 200, again.text
+    assert keys.fetches == 2  # discovery + JWKS once; the second sign-in used the cached keys
+
+    other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    expect_error(sign_in(rest, "oidc.disc", id_token(keys.issuer, "disc-client", key=other_key)), "INVALID_IDP_RESPONSE")
+    unsigned = jwt.encode({"iss": keys.issuer, "aud": "disc-client", "sub": "x", "exp": int(time.time()) + 600}, None, algorithm="none")
+    expect_error(sign_in(rest, "oidc.disc", unsigned), "INVALID_IDP_RESPONSE")
+    expect_error(sign_in(rest, "oidc.disc", id_token(keys.issuer, "other-client")), "INVALID_IDP_RESPONSE")
+    expect_error(sign_in(rest, "oidc.disc", token, nonce="n-2"), "MISSING_OR_INVALID_NONCE")
+
+    # Keys are fetched only over https (or http on loopback): nothing is fetched for this issuer.
+    r = rest.call(f"{configs}?oauthIdpConfigId=oidc.plain", {"clientId": "c", "issuer": "http://example.com", "enabled": True},
+                  admin=PROD_ADMIN)
+    assert r.status_code == 200, r.text
+    expect_error(sign_in(rest, "oidc.plain", id_token("http://example.com", "c")), "INVALID_IDP_RESPONSE")
+    # Unknown providers are refused in production (no fake tokens).
+    expect_error(sign_in(rest, "oidc.unknown", token), "INVALID_PROVIDER_ID")

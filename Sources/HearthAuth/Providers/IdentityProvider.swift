@@ -35,17 +35,24 @@ public struct IdentityProvider: Sendable {
             guard let data = FileManager.default.contents(atPath: path) else { throw .invalidArgument("Cannot read \(path).") }
             jwks = try JSON.parse(Array(data))
         }
-        guard let keyList = jwks?["keys"]?.arrayValue else { throw .invalidArgument("Identity provider \(id) needs jwks with keys.") }
+        guard let jwks, jwks["keys"]?.arrayValue != nil else { throw .invalidArgument("Identity provider \(id) needs jwks with keys.") }
+        let keys = Self.rsaKeys(jwks: jwks)
+        guard !keys.isEmpty else { throw .invalidArgument("Identity provider \(id) has no usable RSA key.") }
+        self.init(providerID: id, issuer: iss, audiences: auds, keys: keys)
+    }
+
+    /// The RSA keys of a JWKS document (`{"keys":[{"kty":"RSA","kid","n","e"}]}`) by `kid`;
+    /// other keys are skipped.
+    public static func rsaKeys(jwks: JSON) -> [String: _RSA.Signing.PublicKey] {
         var keys: [String: _RSA.Signing.PublicKey] = [:]
-        for k in keyList {
+        for k in jwks["keys"]?.arrayValue ?? [] {
             guard k["kty"]?.stringValue == "RSA", let kid = k["kid"]?.stringValue,
                 let n = k["n"]?.stringValue.flatMap(Base64.decode), let e = k["e"]?.stringValue.flatMap(Base64.decode),
                 let key = try? _RSA.Signing.PublicKey(n: n, e: e)
             else { continue }
             keys[kid] = key
         }
-        guard !keys.isEmpty else { throw .invalidArgument("Identity provider \(id) has no usable RSA key.") }
-        self.init(providerID: id, issuer: iss, audiences: auds, keys: keys)
+        return keys
     }
 }
 

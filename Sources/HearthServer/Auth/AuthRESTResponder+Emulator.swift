@@ -77,7 +77,7 @@ extension AuthRESTResponder {
         } else if providerID.hasPrefix("oidc.") || providerID.hasPrefix("saml."),
             let config = try await engine.oidcProviderConfig(id: providerID)
         {
-            identity = try verify(idToken, with: config)
+            identity = try await verify(idToken, with: config)
         } else if authenticator.emulator {
             identity = try Self.fakeIdentity(idToken, providerID: providerID)
         } else {
@@ -106,10 +106,10 @@ extension AuthRESTResponder {
 
     /// An ID token for a provider configured through the Admin API (`oauthIdpConfigs`): it must
     /// be enabled; the token is checked against its issuer and client id, and signed by the keys
-    /// `--auth-config` lists for that issuer (Hearth fetches no keys). In emulator mode, without
-    /// such keys, the emulator's fake tokens are accepted if issuer and audience match.
-    /// SAML assertions are not supported.
-    func verify(_ idToken: String, with config: ProviderConfig) throws(HearthError) -> ProviderIdentity {
+    /// `--auth-config` lists for that issuer, else (production mode) the keys the issuer's
+    /// discovery document names. In emulator mode, without configured keys, the emulator's fake
+    /// tokens are accepted if issuer and audience match. SAML assertions are not supported.
+    func verify(_ idToken: String, with config: ProviderConfig) async throws(HearthError) -> ProviderIdentity {
         guard let (issuer, clientID) = config.oidc else {
             throw AuthErrorCode.invalidIDPResponse.error(
                 "SAML sign-in is not supported by Hearth: inboundSamlConfigs are stored for the Admin API only.")
@@ -121,7 +121,9 @@ extension AuthRESTResponder {
             return try provider.verify(idToken, now: now)
         }
         guard authenticator.emulator else {
-            throw AuthErrorCode.invalidIDPResponse.error("No keys are configured for issuer \(issuer): list its jwks in --auth-config.")
+            let provider = try await discovery.provider(
+                providerID: config.providerID, issuer: issuer, clientID: clientID, keyID: JWT.parse(idToken)?.keyID)
+            return try provider.verify(idToken, now: now)
         }
         let identity = try Self.fakeIdentity(idToken, providerID: config.providerID)
         let claims = identity.claims

@@ -20,6 +20,8 @@ public struct AuthRESTResponder: HTTPResponder {
     /// Hosts an email action link may name as `linkDomain` (from `--auth-config`).
     let linkDomains: [String]
     let certificates: CertificateCache
+    /// Keys of Admin-API OIDC issuers without `--auth-config` keys (production mode).
+    let discovery: OIDCDiscovery
     let logger: Logger
     static let maxBody = 4 * 1024 * 1024
 
@@ -33,6 +35,7 @@ public struct AuthRESTResponder: HTTPResponder {
         self.providers = providers
         self.linkDomains = linkDomains
         self.certificates = CertificateCache()
+        self.discovery = OIDCDiscovery()
         self.logger = logger
     }
 
