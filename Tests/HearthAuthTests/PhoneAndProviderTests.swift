@@ -110,6 +110,15 @@ import GRDB
         await expectAuthError(.missingCode) { try await e.signInWithPhoneNumber(sessionInfo: "x", code: "") }
     }
 
+    @Test func codesPerNumberAreLimited() async throws {
+        let h = try Harness(.memory)
+        for _ in 0..<AuthEngine.phoneCodesPerNumber { _ = try await h.engine.createPhoneCode(phoneNumber: "+15555550199") }
+        await expectAuthError(.tooManyAttempts) { try await h.engine.createPhoneCode(phoneNumber: "+15555550199") }
+        _ = try await h.engine.createPhoneCode(phoneNumber: "+15555550198")
+        h.clock.advance(seconds: 301)
+        _ = try await h.engine.createPhoneCode(phoneNumber: "+15555550199")
+    }
+
     @Test(arguments: Backend.allCases)
     func adminPhoneNumbersAreUnique(_ backend: Backend) async throws {
         let e = try Harness(backend).engine

@@ -6,6 +6,8 @@ extension AuthEngine {
     static let phoneCodeLifetimeMillis: Int64 = 10 * 60 * 1000
     /// Wrong codes allowed for one session before it is spent.
     static let phoneCodeAttempts = 5
+    /// Codes one number may be sent per attempt window (Firebase rate-limits SMS per number too).
+    static let phoneCodesPerNumber = 10
 
     /// A phone number in E.164 as Firebase takes it: `+`, a country code not starting with 0,
     /// at most 15 digits in all. INVALID_PHONE_NUMBER otherwise.
@@ -24,11 +26,17 @@ extension AuthEngine {
     }
 
     /// `accounts:sendVerificationCode`: stores a six-digit code for `phoneNumber` and returns it
-    /// with its `sessionInfo` (delivery — outbox, emulator listing — is the caller's).
+    /// with its `sessionInfo` (delivery — outbox, emulator listing — is the caller's). At most
+    /// ``phoneCodesPerNumber`` per number in the attempt window (TOO_MANY_ATTEMPTS_TRY_LATER).
     public func createPhoneCode(phoneNumber: String) async throws -> PhoneVerificationCode {
         guard !phoneNumber.isEmpty else { throw AuthErrorCode.missingPhoneNumber.error() }
         let number = try Self.checkPhoneNumber(phoneNumber)
         let now = clock.millis()
+        let sendKey = "phone-send:" + number
+        guard !accountFailures.isBlocked(sendKey, now: now, limit: Self.phoneCodesPerNumber) else {
+            throw AuthErrorCode.tooManyAttempts.error()
+        }
+        accountFailures.record(sendKey, now: now)
         var rng = SystemRandomNumberGenerator()
         let code = PhoneVerificationCode(
             sessionInfo: Self.randomString(64, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
