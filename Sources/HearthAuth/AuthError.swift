@@ -53,14 +53,26 @@ public enum AuthErrorCode: String, Sendable, CaseIterable {
     case missingGrantType = "MISSING_GRANT_TYPE"
     case invalidContinueURI = "INVALID_CONTINUE_URI"
     case missingContinueURI = "MISSING_CONTINUE_URI"
+    case missingOrInvalidNonce = "MISSING_OR_INVALID_NONCE"
+    case invalidHostingLinkDomain = "INVALID_HOSTING_LINK_DOMAIN"
+    case phoneNumberExists = "PHONE_NUMBER_EXISTS"
+    case invalidPhoneNumber = "INVALID_PHONE_NUMBER"
+    case missingPhoneNumber = "MISSING_PHONE_NUMBER"
+    case missingSessionInfo = "MISSING_SESSION_INFO"
+    case invalidSessionInfo = "INVALID_SESSION_INFO"
+    case missingCode = "MISSING_CODE"
+    case invalidCode = "INVALID_CODE"
+    case sessionExpired = "SESSION_EXPIRED"
+    case invalidConfig = "INVALID_CONFIG"
+    case invalidOAuthClientID = "INVALID_OAUTH_CLIENT_ID"
 
     /// The canonical code this error travels under inside Hearth.
     public var canonical: ErrorCode {
         switch self {
-        case .emailExists, .duplicateLocalID, .duplicateEmail: .alreadyExists
-        case .emailNotFound, .userNotFound: .notFound
+        case .emailExists, .duplicateLocalID, .duplicateEmail, .phoneNumberExists: .alreadyExists
+        case .emailNotFound, .userNotFound, .configurationNotFound: .notFound
         case .invalidPassword, .invalidLoginCredentials, .invalidIDToken, .tokenExpired, .credentialTooOld, .invalidIDPResponse,
-            .invalidRefreshToken, .invalidCustomToken, .credentialMismatch:
+            .invalidRefreshToken, .invalidCustomToken, .credentialMismatch, .missingOrInvalidNonce, .invalidCode, .sessionExpired:
             .unauthenticated
         case .userDisabled, .adminOnlyOperation, .operationNotAllowed, .insufficientPermission: .permissionDenied
         case .tooManyAttempts: .resourceExhausted
@@ -72,6 +84,10 @@ public enum AuthErrorCode: String, Sendable, CaseIterable {
     public var defaultDetail: String? {
         switch self {
         case .weakPassword: "Password should be at least 6 characters"
+        case .invalidHostingLinkDomain:
+            "The provided hosting link domain is not configured in Firebase Hosting or is not owned by the current project. "
+                + "This cannot be a default hosting domain (web.app or firebaseapp.com)."
+        case .invalidPhoneNumber: "Invalid format."
         default: nil
         }
     }

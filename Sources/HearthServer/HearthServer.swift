@@ -158,7 +158,8 @@ public struct HearthServer: Sendable {
             listener(
                 "auth",
                 AuthRESTResponder(
-                    engine: auth, authenticator: authenticator, outbox: outbox, providers: configuration.identityProviders, logger: logger),
+                    engine: auth, authenticator: authenticator, outbox: outbox, providers: configuration.identityProviders,
+                    linkDomains: configuration.authLinkDomains, logger: logger),
                 ready),
             listener(
                 "firestore",

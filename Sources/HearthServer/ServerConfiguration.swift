@@ -26,6 +26,8 @@ public struct ServerConfiguration: Sendable {
     public var auth: AuthEngine.Configuration = .init()
     /// OpenID Connect providers trusted by `accounts:signInWithIdp` (`--auth-config`).
     public var identityProviders: [IdentityProvider] = []
+    /// Hosts email action links may name as `linkDomain` (`--auth-config` `linkDomains`).
+    public var authLinkDomains: [String] = []
     /// Where the auth port's emails go (`--smtp-url`); nil keeps them in `<data-dir>/outbox/`.
     public var smtp: SMTPMailer?
 

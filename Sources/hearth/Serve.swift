@@ -39,7 +39,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("auth-port"), help: "Firebase Auth port (Identity Toolkit, Secure Token, public keys); 0 picks a free port. (default: 9099)")
     var authPort: Int?
 
-    @Option(name: .customLong("auth-config"), help: "JSON file with the OpenID Connect providers accounts:signInWithIdp trusts: {\"identityProviders\":[{\"providerId\",\"issuer\",\"clientIds\",\"jwks\"|\"jwksFile\"}]} (see docs/auth.md).")
+    @Option(name: .customLong("auth-config"), help: "JSON file with the OpenID Connect providers accounts:signInWithIdp trusts and the hosts email action links may use: {\"identityProviders\":[{\"providerId\",\"issuer\",\"clientIds\",\"jwks\"|\"jwksFile\"}],\"linkDomains\":[…]} (see docs/auth.md).")
     var authConfig: String?
 
     @Option(name: .customLong("smtp-url"), help: "Send the auth port's emails (password reset, verification, sign-in links) through this SMTP server: smtp://[user:password@]host[:port][?starttls=auto|require|never&ca=FILE] or smtps://… (env HEARTH_SMTP_URL). (default: none — emails go to <data-dir>/outbox/)")
@@ -103,7 +103,9 @@ struct Serve: AsyncParsableCommand {
             }
         }
         if let file = authConfig ?? env["HEARTH_AUTH_CONFIG"] {
-            config.identityProviders = try AuthConfigFile.load(file)
+            let loaded = try AuthConfigFile.load(file)
+            config.identityProviders = loaded.identityProviders
+            config.authLinkDomains = loaded.linkDomains
         }
         config.readyFile = readyFile
         config.emulator = emulator

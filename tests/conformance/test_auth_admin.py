@@ -209,6 +209,51 @@ def test_import_users_with_hashes(app, rest):
         assert sign_in_works(rest, email, password.decode())  # again, after the upgrade to native scrypt
 
 
+def test_import_refuses_hashes_that_would_pin_a_core(app, rest):
+    """A BCRYPT cost or scrypt parameters beyond the bounds fail that user (INVALID_PASSWORD_HASH);
+    nothing is stored, and a sign-in never computes such a hash."""
+    cheap = bcrypt.hashpw(b"pw123456", bcrypt.gensalt(rounds=4))
+    for cost in (b"15", b"31"):
+        email = unique_email("bcrypt-cost")
+        record = auth.ImportUserRecord(uid=f"cost-{uuid.uuid4().hex[:8]}", email=email, password_hash=cheap.replace(b"$04$", b"$" + cost + b"$"))
+        started = time.monotonic()
+        result = auth.import_users([record], hash_alg=auth.UserImportHash.bcrypt(), app=app)
+        assert result.failure_count == 1 and "INVALID_PASSWORD_HASH" in result.errors[0].reason, [e.reason for e in result.errors]
+        with pytest.raises(auth.UserNotFoundError):
+            auth.get_user(record.uid, app=app)
+        assert not sign_in_works(rest, email, "pw123456")
+        assert time.monotonic() - started < 10
+    # The highest allowed cost still imports and signs in.
+    email = unique_email("bcrypt-ok")
+    record = auth.ImportUserRecord(uid=f"cost-{uuid.uuid4().hex[:8]}", email=email, password_hash=cheap)
+    assert auth.import_users([record], hash_alg=auth.UserImportHash.bcrypt(), app=app).success_count == 1
+    assert sign_in_works(rest, email, "pw123456")
+    # Standard scrypt: N = 2^30 (or 2^20 with r = 64) would need gigabytes.
+    for n, r in ((2 ** 30, 8), (2 ** 20, 64)):
+        record = auth.ImportUserRecord(uid=f"scr-{uuid.uuid4().hex[:8]}", email=unique_email("scrypt-big"), password_hash=b"x" * 32,
+                                       password_salt=b"salt")
+        result = auth.import_users([record], hash_alg=auth.UserImportHash.standard_scrypt(memory_cost=n, parallelization=1,
+                                                                                          block_size=r, derived_key_length=32), app=app)
+        assert result.failure_count == 1 and "INVALID_PASSWORD_HASH" in result.errors[0].reason
+
+
+def test_last_refresh_timestamp_set_whenever_tokens_are_issued(app, rest):
+    email = unique_email("refresh")
+    user = auth.create_user(email=email, password="secret123", app=app)
+    assert user.user_metadata.last_refresh_timestamp is None
+    rest.v1("signInWithPassword", {"email": email, "password": "secret123", "returnSecureToken": True}).raise_for_status()
+    stamp = auth.get_user(user.uid, app=app).user_metadata.last_refresh_timestamp
+    assert stamp == pytest.approx(time.time() * 1000, abs=60_000)
+    # Sign-up and custom-token sign-in set it too.
+    signed = rest.sign_up(unique_email("refresh"), "secret123")
+    assert auth.get_user(signed["localId"], app=app).user_metadata.last_refresh_timestamp is not None
+    token = auth.create_custom_token(f"ct-{uuid.uuid4().hex[:8]}", app=app).decode()
+    r = rest.v1("signInWithCustomToken", {"token": token, "returnSecureToken": True})
+    assert r.status_code == 200, r.text
+    uid = jwt_payload(r.json()["idToken"])["user_id"]
+    assert auth.get_user(uid, app=app).user_metadata.last_refresh_timestamp is not None
+
+
 def test_import_reports_per_user_errors(app):
     good = auth.ImportUserRecord(uid=f"imp-{uuid.uuid4().hex[:8]}", email=unique_email())
     dup = auth.ImportUserRecord(uid=f"imp-{uuid.uuid4().hex[:8]}", email=good.email)

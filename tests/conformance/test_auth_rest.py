@@ -129,6 +129,15 @@ def test_bad_input_is_400_never_500(rest, raw):
         assert "message" in r.json()["error"]
 
 
+@pytest.mark.parametrize("raw", [b"{not json", b'{"email": "a@b.co",}', b"[1, 2", b'{"a": tru}'])
+def test_bad_json_message_says_invalid_payload_once(rest, raw):
+    for path in (f"{V1}/accounts:signUp", "/securetoken.googleapis.com/v1/token"):
+        r = rest.session.post(f"{rest.base}{path}", data=raw, headers={"Content-Type": "application/json"})
+        assert r.status_code == 400, r.text
+        message = r.json()["error"]["message"]
+        assert message.startswith("Invalid JSON payload received. ") and message.count("Invalid JSON payload received.") == 1, message
+
+
 def test_privileged_fields_need_admin(rest):
     r = rest.v1("signUp", {"localId": "chosen-uid", "email": email(), "password": "secret123"})
     expect_error(r, "INSUFFICIENT_PERMISSION", status=403)

@@ -7,13 +7,18 @@ public struct ProviderUserInfo: Sendable, Hashable {
     public var email: String?
     public var displayName: String?
     public var photoURL: String?
+    /// The `phone` provider's number (E.164).
+    public var phoneNumber: String?
 
-    public init(providerID: String, rawID: String, email: String? = nil, displayName: String? = nil, photoURL: String? = nil) {
+    public init(
+        providerID: String, rawID: String, email: String? = nil, displayName: String? = nil, photoURL: String? = nil, phoneNumber: String? = nil
+    ) {
         self.providerID = providerID
         self.rawID = rawID
         self.email = email
         self.displayName = displayName
         self.photoURL = photoURL
+        self.phoneNumber = phoneNumber
     }
 }
 
@@ -23,6 +28,8 @@ public struct Account: Sendable, Hashable {
     /// Lower-cased; unique among accounts.
     public var email: String?
     public var emailVerified: Bool
+    /// E.164 (`+15555550100`); unique among accounts. Listed as the `phone` provider.
+    public var phoneNumber: String?
     public var passwordHash: PasswordHash?
     public var passwordUpdatedAt: Int64?
     public var displayName: String?
@@ -42,11 +49,12 @@ public struct Account: Sendable, Hashable {
         uid: String, email: String? = nil, emailVerified: Bool = false, passwordHash: PasswordHash? = nil,
         passwordUpdatedAt: Int64? = nil, displayName: String? = nil, photoURL: String? = nil, disabled: Bool = false,
         customClaims: String? = nil, providers: [ProviderUserInfo] = [], createdAt: Int64, lastLoginAt: Int64? = nil,
-        lastRefreshAt: Int64? = nil, validSince: Int64
+        lastRefreshAt: Int64? = nil, validSince: Int64, phoneNumber: String? = nil
     ) {
         self.uid = uid
         self.email = email
         self.emailVerified = emailVerified
+        self.phoneNumber = phoneNumber
         self.passwordHash = passwordHash
         self.passwordUpdatedAt = passwordUpdatedAt
         self.displayName = displayName
@@ -60,25 +68,28 @@ public struct Account: Sendable, Hashable {
         self.validSince = validSince
     }
 
-    /// No email, no password, no linked provider.
-    public var isAnonymous: Bool { email == nil && passwordHash == nil && providers.isEmpty }
+    /// No email, no phone number, no password, no linked provider.
+    public var isAnonymous: Bool { email == nil && phoneNumber == nil && passwordHash == nil && providers.isEmpty }
 
     /// `firebase.identities` for ID tokens: `{"email":[…], "<provider>":[rawId…]}`.
     public var identities: JSON {
         var members: [(String, JSON)] = []
         if let email { members.append(("email", .array([.string(email)]))) }
+        if let phoneNumber { members.append(("phone", .array([.string(phoneNumber)]))) }
         for p in providers where !members.contains(where: { $0.0 == p.providerID }) {
             members.append((p.providerID, .array(providers.filter { $0.providerID == p.providerID }.map { .string($0.rawID) })))
         }
         return .object(members)
     }
 
-    /// The providers Firebase lists in `providerUserInfo` (including `password` when a password is set).
+    /// The providers Firebase lists in `providerUserInfo` (including `password` when a password
+    /// is set and `phone` when a phone number is).
     public var providerUserInfo: [ProviderUserInfo] {
         var out: [ProviderUserInfo] = []
         if let email, passwordHash != nil {
             out.append(ProviderUserInfo(providerID: "password", rawID: email, email: email, displayName: displayName, photoURL: photoURL))
         }
+        if let phoneNumber { out.append(ProviderUserInfo(providerID: "phone", rawID: phoneNumber, phoneNumber: phoneNumber)) }
         return out + providers
     }
 }

@@ -13,12 +13,12 @@ final class AttemptLimiter: Sendable {
 
     init(_ limit: Limit) { self.limit = limit }
 
-    /// Whether `key` is over its limit at `now`.
-    func isBlocked(_ key: String, now: Int64) -> Bool {
+    /// Whether `key` is over its limit (or over `attempts`, when given) at `now`.
+    func isBlocked(_ key: String, now: Int64, limit attempts: Int? = nil) -> Bool {
         events.withLock { e in
             let recent = (e[key] ?? []).filter { $0 > now - limit.windowMillis }
             e[key] = recent.isEmpty ? nil : recent
-            return recent.count >= limit.attempts
+            return recent.count >= (attempts ?? limit.attempts)
         }
     }
 

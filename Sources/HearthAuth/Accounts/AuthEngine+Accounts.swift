@@ -9,7 +9,10 @@ public struct AccountUpdate: Sendable {
     public var displayName: String?
     public var photoURL: String?
     public var deleteAttributes: Set<Attribute>
+    /// Deleting the `phone` provider removes the phone number.
     public var deleteProviders: Set<String>
+    /// E.164; admin only.
+    public var phoneNumber: String?
     // Admin only:
     public var customClaims: String?
     public var disabled: Bool?
@@ -19,8 +22,9 @@ public struct AccountUpdate: Sendable {
     public init(
         email: String? = nil, password: String? = nil, displayName: String? = nil, photoURL: String? = nil,
         deleteAttributes: Set<Attribute> = [], deleteProviders: Set<String> = [], customClaims: String? = nil,
-        disabled: Bool? = nil, emailVerified: Bool? = nil, validSince: Int64? = nil
+        disabled: Bool? = nil, emailVerified: Bool? = nil, validSince: Int64? = nil, phoneNumber: String? = nil
     ) {
+        self.phoneNumber = phoneNumber
         self.email = email
         self.password = password
         self.displayName = displayName
@@ -33,7 +37,7 @@ public struct AccountUpdate: Sendable {
         self.validSince = validSince
     }
 
-    var isAdminOnly: Bool { customClaims != nil || disabled != nil || emailVerified != nil || validSince != nil }
+    var isAdminOnly: Bool { customClaims != nil || disabled != nil || emailVerified != nil || validSince != nil || phoneNumber != nil }
     var isSensitive: Bool { email != nil || password != nil }
 }
 
@@ -42,6 +46,8 @@ public struct NewAccount: Sendable {
     public var uid: String?
     public var email: String?
     public var emailVerified: Bool
+    /// E.164; unique among accounts.
+    public var phoneNumber: String?
     /// A clear-text password (admin create) — hashed with Hearth's scheme.
     public var password: String?
     /// An imported hash (batchCreate).
@@ -57,8 +63,10 @@ public struct NewAccount: Sendable {
     public init(
         uid: String? = nil, email: String? = nil, emailVerified: Bool = false, password: String? = nil,
         passwordHash: PasswordHash? = nil, displayName: String? = nil, photoURL: String? = nil, disabled: Bool = false,
-        customClaims: String? = nil, providers: [ProviderUserInfo] = [], createdAt: Int64? = nil, lastLoginAt: Int64? = nil
+        customClaims: String? = nil, providers: [ProviderUserInfo] = [], createdAt: Int64? = nil, lastLoginAt: Int64? = nil,
+        phoneNumber: String? = nil
     ) {
+        self.phoneNumber = phoneNumber
         self.uid = uid
         self.email = email
         self.emailVerified = emailVerified
@@ -110,12 +118,16 @@ extension AuthEngine {
         try await store.read { r in try r.account(provider: provider, rawID: rawID) }
     }
 
-    /// `accounts:lookup` for admins: every account matching any uid or email, each once, in request order.
-    public func lookup(uids: [String] = [], emails: [String] = []) async throws -> [Account] {
+    /// `accounts:lookup` for admins: every account matching any uid, email or phone number, each
+    /// once, in request order.
+    public func lookup(uids: [String] = [], emails: [String] = [], phoneNumbers: [String] = []) async throws -> [Account] {
         let normalized = try emails.map { e throws(HearthError) in try Self.normalizeEmail(e) }
+        let numbers = try phoneNumbers.map { n throws(HearthError) in try Self.checkPhoneNumber(n) }
         return try await store.read { r in
             var out: [Account] = []
-            for a in try uids.compactMap({ try r.account(uid: $0) }) + normalized.compactMap({ try r.account(email: $0) })
+            let byUID = try uids.compactMap { try r.account(uid: $0) }
+            let byEmail = try normalized.compactMap { try r.account(email: $0) }
+            for a in try byUID + byEmail + numbers.compactMap({ try r.account(phoneNumber: $0) })
             where !out.contains(where: { $0.uid == a.uid }) {
                 out.append(a)
             }
@@ -150,7 +162,8 @@ extension AuthEngine {
             uid: uid, email: try n.email.map { e throws(HearthError) in try Self.normalizeEmail(e) }, emailVerified: n.emailVerified,
             passwordHash: hash, passwordUpdatedAt: hash == nil ? nil : now, displayName: n.displayName, photoURL: n.photoURL,
             disabled: n.disabled, customClaims: try n.customClaims.flatMap { c throws(HearthError) in try Self.normalizeClaims(c) },
-            providers: n.providers, createdAt: n.createdAt ?? now, lastLoginAt: n.lastLoginAt, validSince: now / 1000)
+            providers: n.providers, createdAt: n.createdAt ?? now, lastLoginAt: n.lastLoginAt, validSince: now / 1000,
+            phoneNumber: try n.phoneNumber.map { p throws(HearthError) in try Self.checkPhoneNumber(p) })
     }
 
     /// Admin create (`POST projects/{p}/accounts`): DUPLICATE_LOCAL_ID / EMAIL_EXISTS on conflicts.
@@ -159,6 +172,7 @@ extension AuthEngine {
         return try await store.write { w in
             guard try w.account(uid: account.uid) == nil else { throw AuthErrorCode.duplicateLocalID.error() }
             if let e = account.email, try w.account(email: e) != nil { throw AuthErrorCode.emailExists.error() }
+            if let p = account.phoneNumber, try w.account(phoneNumber: p) != nil { throw AuthErrorCode.phoneNumberExists.error() }
             try w.save(account)
             return account
         }
@@ -176,6 +190,7 @@ extension AuthEngine {
                 let a = try makeAccount(n, now: now)
                 if valid.contains(where: { $0.1.uid == a.uid }) { throw AuthErrorCode.duplicateLocalID.error() }
                 if let e = a.email, valid.contains(where: { $0.1.email == e }) { throw AuthErrorCode.duplicateEmail.error() }
+                if let p = a.phoneNumber, valid.contains(where: { $0.1.phoneNumber == p }) { throw AuthErrorCode.phoneNumberExists.error() }
                 valid.append((i, a))
             } catch {
                 errors.append(BatchItemError(index: i, uid: n.uid, message: error.message))
@@ -187,6 +202,10 @@ extension AuthEngine {
             for (i, a) in toSave {
                 if let e = a.email, let other = try w.account(email: e), other.uid != a.uid {
                     conflicts.append(BatchItemError(index: i, uid: a.uid, message: AuthErrorCode.emailExists.rawValue))
+                    continue
+                }
+                if let p = a.phoneNumber, let other = try w.account(phoneNumber: p), other.uid != a.uid {
+                    conflicts.append(BatchItemError(index: i, uid: a.uid, message: AuthErrorCode.phoneNumberExists.rawValue))
                     continue
                 }
                 try w.save(a)
@@ -233,6 +252,7 @@ extension AuthEngine {
         let claims = try u.customClaims.map { c throws(HearthError) in try Self.normalizeClaims(c) }
         if let d = u.displayName, d.utf8.count > 256 { throw AuthErrorCode.invalidDisplayName.error() }
         if let p = u.photoURL, p.utf8.count > 2048 { throw AuthErrorCode.invalidPhotoURL.error() }
+        let phone = try u.phoneNumber.map { p throws(HearthError) in try Self.checkPhoneNumber(p) }
         let now = clock.millis()
         return try await store.write { w in
             guard var a = try w.account(uid: uid) else { throw AuthErrorCode.userNotFound.error() }
@@ -260,6 +280,11 @@ extension AuthEngine {
             }
             a.providers.removeAll { u.deleteProviders.contains($0.providerID) }
             if u.deleteProviders.contains("password") { a.passwordHash = nil }
+            if u.deleteProviders.contains("phone") { a.phoneNumber = nil }
+            if let phone, phone != a.phoneNumber {
+                if try w.account(phoneNumber: phone) != nil { throw AuthErrorCode.phoneNumberExists.error() }
+                a.phoneNumber = phone
+            }
             if let claims { a.customClaims = claims }
             if let d = u.disabled { a.disabled = d }
             if let v = u.emailVerified { a.emailVerified = v }

@@ -108,10 +108,15 @@ public final class AuthEngine: Sendable {
 
     // MARK: Sessions
 
-    /// Mints an ID token and a fresh refresh token for `account` and stores the latter's hash.
+    /// Mints an ID token and a fresh refresh token for `account`, stores the latter's hash and
+    /// records the issue as the account's `lastRefreshAt` (Firebase sets it whenever tokens are
+    /// issued: sign-up, every kind of sign-in, refresh).
     func startSession(
-        _ account: Account, provider: String, extraClaims: JSON? = nil, isNewUser: Bool, in w: any AuthStoreWriter
+        _ issuedTo: Account, provider: String, extraClaims: JSON? = nil, isNewUser: Bool, in w: any AuthStoreWriter
     ) throws -> Session {
+        var account = try w.account(uid: issuedTo.uid) ?? issuedTo
+        account.lastRefreshAt = clock.millis()
+        try w.save(account)
         let now = clock.seconds
         let refresh = Self.randomString(64, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
         try w.insertRefreshToken(RefreshTokenRecord(
@@ -121,8 +126,11 @@ public final class AuthEngine: Sendable {
         return Session(account: account, idToken: id, refreshToken: refresh, expiresIn: TokenService.idTokenLifetime, isNewUser: isNewUser)
     }
 
-    static func hashRefreshToken(_ token: String) -> String {
-        SHA256.hash(data: Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
+    static func hashRefreshToken(_ token: String) -> String { sha256Hex(token) }
+
+    /// Lower-case hex SHA-256 of the text's UTF-8 (refresh-token storage, Apple's nonce).
+    static func sha256Hex(_ text: String) -> String {
+        SHA256.hash(data: Array(text.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
     /// `accounts:signUp`: email + password, or neither for an anonymous user.

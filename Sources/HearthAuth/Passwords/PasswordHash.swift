@@ -78,25 +78,74 @@ public enum PasswordHash: Sendable, Hashable {
         return false
     }
 
-    /// Checks `password` against this hash in constant time over the hash bytes.
+    /// The most work one verification may cost. Imports outside these bounds are refused, and a
+    /// stored hash outside them is never computed, so no account can pin a core at sign-in.
+    public enum Limits {
+        /// bcrypt: 2^cost rounds; 14 takes about a second here, 31 would take days.
+        public static let bcryptCost = 4...14
+        /// Standard scrypt: N = 2^logN; memory 128·r·N ≤ 256 MiB; work N·r·p ≤ 2^22 (16 × Hearth's own).
+        public static let scryptLogN = 1...20
+        public static let scryptR = 1...32
+        public static let scryptP = 1...16
+        public static let scryptMaxMemory = 256 * 1024 * 1024
+        public static let scryptMaxWork = 1 << 22
+        /// Firebase's modified scrypt, as the Firebase console allows it.
+        public static let firebaseScryptRounds = 1...8
+        public static let firebaseScryptMemoryCost = 1...14
+        /// PBKDF2-HMAC-SHA256 iterations (Firebase's import bound).
+        public static let pbkdf2Rounds = 1...120_000
+        /// Derived-key length for scrypt and PBKDF2 (PBKDF2's work grows with it).
+        public static let derivedKeyLength = 1...64
+    }
+
+    /// Checks this hash's parameters against ``Limits``: INVALID_PASSWORD_HASH otherwise.
+    public func checkCost() throws(HearthError) {
+        let bad = AuthErrorCode.invalidPasswordHash
+        switch self {
+        case .scrypt(let logN, let r, let p, _, let hash):
+            guard Limits.scryptLogN.contains(logN), Limits.scryptR.contains(r), Limits.scryptP.contains(p),
+                Limits.derivedKeyLength.contains(hash.count)
+            else { throw bad.error("STANDARD_SCRYPT needs cpuMemCost 2^1…2^20, blockSize 1…32, parallelization 1…16.") }
+            let n = 1 << logN
+            guard 128 * r * n <= Limits.scryptMaxMemory, n * r * p <= Limits.scryptMaxWork else {
+                throw bad.error("STANDARD_SCRYPT parameters need more than 256 MiB or 2^22 block operations.")
+            }
+        case .firebaseScrypt(let params, _, _):
+            guard Limits.firebaseScryptRounds.contains(params.rounds), Limits.firebaseScryptMemoryCost.contains(params.memoryCost) else {
+                throw bad.error("SCRYPT needs rounds 1…8 and memoryCost 1…14.")
+            }
+        case .pbkdf2SHA256(let rounds, _, let hash):
+            guard Limits.pbkdf2Rounds.contains(rounds), Limits.derivedKeyLength.contains(hash.count) else {
+                throw bad.error("PBKDF2_SHA256 needs rounds 1…120000 and a hash of 1…64 bytes.")
+            }
+        case .hmacSHA256(let key, _, _, let hash):
+            guard !key.isEmpty, hash.count == 32 else { throw bad.error("HMAC_SHA256 needs a signerKey and a 32-byte hash.") }
+        case .bcrypt(let text):
+            guard let parsed = BCrypt.parse(text) else { throw bad.error("Not a $2a$/$2b$/$2y$ bcrypt hash.") }
+            guard Limits.bcryptCost.contains(parsed.cost) else {
+                throw bad.error("BCRYPT cost must be \(Limits.bcryptCost.lowerBound)…\(Limits.bcryptCost.upperBound).")
+            }
+        }
+    }
+
+    /// Checks `password` against this hash in constant time over the hash bytes. A hash over
+    /// ``Limits`` is refused (INVALID_PASSWORD_HASH) without being computed.
     public func verify(_ password: String) throws(HearthError) -> Bool {
+        try checkCost()
         let pw = Array(password.utf8)
         let computed: [UInt8]
         switch self {
         case .scrypt(let logN, let r, let p, let salt, let hash):
-            guard logN >= 1, logN < 31 else { throw AuthErrorCode.invalidPasswordHash.error() }
             computed = try Scrypt.derive(password: pw, salt: salt, n: 1 << logN, r: r, p: p, length: hash.count)
         case .firebaseScrypt(let params, let salt, let hash):
             computed = try Self.firebaseScrypt(password: pw, salt: salt, params)
             return Self.constantTimeEqual(computed, hash)
         case .pbkdf2SHA256(let rounds, let salt, let hash):
-            guard rounds >= 1, rounds <= 10_000_000 else { throw AuthErrorCode.invalidPasswordHash.error() }
             computed = PBKDF2.derive(SHA256.self, password: pw, salt: salt, iterations: rounds, length: hash.count)
         case .hmacSHA256(let key, let order, let salt, _):
             let message = order == .passwordFirst ? pw + salt : salt + pw
             computed = Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
         case .bcrypt(let text):
-            guard BCrypt.isWellFormed(text) else { throw AuthErrorCode.invalidPasswordHash.error() }
             return BCrypt.verify(password, hash: text)
         }
         return Self.constantTimeEqual(computed, hash)

@@ -35,17 +35,24 @@ public struct IdentityProvider: Sendable {
             guard let data = FileManager.default.contents(atPath: path) else { throw .invalidArgument("Cannot read \(path).") }
             jwks = try JSON.parse(Array(data))
         }
-        guard let keyList = jwks?["keys"]?.arrayValue else { throw .invalidArgument("Identity provider \(id) needs jwks with keys.") }
+        guard let jwks, jwks["keys"]?.arrayValue != nil else { throw .invalidArgument("Identity provider \(id) needs jwks with keys.") }
+        let keys = Self.rsaKeys(jwks: jwks)
+        guard !keys.isEmpty else { throw .invalidArgument("Identity provider \(id) has no usable RSA key.") }
+        self.init(providerID: id, issuer: iss, audiences: auds, keys: keys)
+    }
+
+    /// The RSA keys of a JWKS document (`{"keys":[{"kty":"RSA","kid","n","e"}]}`) by `kid`;
+    /// other keys are skipped.
+    public static func rsaKeys(jwks: JSON) -> [String: _RSA.Signing.PublicKey] {
         var keys: [String: _RSA.Signing.PublicKey] = [:]
-        for k in keyList {
+        for k in jwks["keys"]?.arrayValue ?? [] {
             guard k["kty"]?.stringValue == "RSA", let kid = k["kid"]?.stringValue,
                 let n = k["n"]?.stringValue.flatMap(Base64.decode), let e = k["e"]?.stringValue.flatMap(Base64.decode),
                 let key = try? _RSA.Signing.PublicKey(n: n, e: e)
             else { continue }
             keys[kid] = key
         }
-        guard !keys.isEmpty else { throw .invalidArgument("Identity provider \(id) has no usable RSA key.") }
-        self.init(providerID: id, issuer: iss, audiences: auds, keys: keys)
+        return keys
     }
 }
 
@@ -105,5 +112,30 @@ extension IdentityProvider {
         return ProviderIdentity(
             providerID: providerID, rawID: sub, email: c["email"]?.stringValue, emailVerified: verified,
             displayName: c["name"]?.stringValue ?? c["screen_name"]?.stringValue, photoURL: c["picture"]?.stringValue, claims: c)
+    }
+}
+
+extension ProviderIdentity {
+    /// Firebase's nonce rule for `signInWithIdp` (replay protection): when the request carries a
+    /// raw `nonce`, the token's `nonce` claim must equal it — for Sign in with Apple the claim is
+    /// the lower-case hex SHA-256 of the raw nonce, for other providers the nonce as given — and a
+    /// token that carries a nonce is refused when the request sent none. MISSING_OR_INVALID_NONCE.
+    public func checkNonce(_ rawNonce: String?) throws(HearthError) {
+        let error = AuthErrorCode.missingOrInvalidNonce
+        let claim = claims["nonce"]
+        if let claim, claim.stringValue == nil { throw error.error("The nonce in the ID token is not a string.") }
+        let tokenNonce = claim?.stringValue
+        guard let rawNonce, !rawNonce.isEmpty else {
+            guard tokenNonce == nil else { throw error.error("Nonce is missing in the request.") }
+            return
+        }
+        guard let tokenNonce else { throw error.error("The ID token has no nonce, but the request carries one.") }
+        let expected = providerID == "apple.com" ? AuthEngine.sha256Hex(rawNonce) : rawNonce
+        guard PasswordHash.constantTimeEqual(Array(expected.utf8), Array(tokenNonce.utf8)) else {
+            throw error.error(
+                providerID == "apple.com"
+                    ? "The nonce in ID Token does not match the SHA256 hash of the raw nonce in the request."
+                    : "The nonce in ID Token does not match the nonce in the request.")
+        }
     }
 }

@@ -61,6 +61,25 @@ public struct OOBCode: Sendable, Hashable {
     }
 }
 
+/// A code sent by SMS for phone sign-in (`accounts:sendVerificationCode`); `sessionInfo` is what
+/// the client gets back and presents with the code.
+public struct PhoneVerificationCode: Sendable, Hashable {
+    public var sessionInfo: String
+    public var phoneNumber: String
+    public var code: String
+    /// Milliseconds.
+    public var createdAt: Int64
+    public var expiresAt: Int64
+
+    public init(sessionInfo: String, phoneNumber: String, code: String, createdAt: Int64, expiresAt: Int64) {
+        self.sessionInfo = sessionInfo
+        self.phoneNumber = phoneNumber
+        self.code = code
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
 /// A registered Hearth service account: only its public key is kept (the private key is in the
 /// JSON file `hearth admin service-account create` wrote).
 public struct ServiceAccountRecord: Sendable, Hashable {
@@ -96,6 +115,14 @@ public protocol AuthStoreReader {
     func account(provider: String, rawID: String) throws -> Account?
     func serviceAccount(clientEmail: String) throws -> ServiceAccountRecord?
     func serviceAccounts() throws -> [ServiceAccountRecord]
+    /// By E.164 phone number.
+    func account(phoneNumber: String) throws -> Account?
+    func phoneCode(sessionInfo: String) throws -> PhoneVerificationCode?
+    /// Oldest first.
+    func phoneCodes() throws -> [PhoneVerificationCode]
+    func providerConfig(id: String) throws -> ProviderConfig?
+    /// Ordered by provider id.
+    func providerConfigs() throws -> [ProviderConfig]
 }
 
 /// Writes inside one transaction; the engine checks invariants (unique email) before writing.
@@ -111,6 +138,12 @@ public protocol AuthStoreWriter: AuthStoreReader {
     func deleteOOBCode(_ code: String) throws
     func deleteOOBCodes(expiringBefore millis: Int64) throws
     func saveServiceAccount(_ record: ServiceAccountRecord) throws
+    func insertPhoneCode(_ code: PhoneVerificationCode) throws
+    func deletePhoneCode(sessionInfo: String) throws
+    func deletePhoneCodes(expiringBefore millis: Int64) throws
+    /// Inserts or replaces the config with this provider id.
+    func saveProviderConfig(_ config: ProviderConfig) throws
+    func deleteProviderConfig(id: String) throws
 }
 
 /// The persistence the auth engine owns; SQLite (GRDB) and in-memory implementations pass the same suite.

@@ -61,6 +61,22 @@ public final class GRDBAuthStore: AuthStore {
                     created_at INTEGER NOT NULL);
                 """)
         }
+        m.registerMigration("hearth-auth-v3-phone-and-provider-configs") { db in
+            try db.execute(sql: """
+                ALTER TABLE auth_accounts ADD COLUMN phone_number TEXT;
+                CREATE UNIQUE INDEX auth_accounts_phone_number ON auth_accounts(phone_number);
+                CREATE TABLE auth_phone_codes(
+                    session_info TEXT PRIMARY KEY NOT NULL,
+                    phone_number TEXT NOT NULL,
+                    code TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL);
+                CREATE TABLE auth_provider_configs(
+                    provider_id TEXT PRIMARY KEY NOT NULL,
+                    kind TEXT NOT NULL,
+                    resource TEXT NOT NULL);
+                """)
+        }
         return m
     }
 
@@ -77,7 +93,7 @@ public final class GRDBAuthStore: AuthStore {
 
         static let accountColumns = """
             uid, email, email_verified, password_hash, password_updated_at, display_name, photo_url, disabled, \
-            custom_claims, providers, created_at, last_login_at, last_refresh_at, valid_since
+            custom_claims, providers, created_at, last_login_at, last_refresh_at, valid_since, phone_number
             """
 
         func decodeAccount(_ row: Row) throws -> Account {
@@ -92,7 +108,7 @@ public final class GRDBAuthStore: AuthStore {
                 passwordUpdatedAt: row["password_updated_at"], displayName: row["display_name"], photoURL: row["photo_url"],
                 disabled: row["disabled"], customClaims: row["custom_claims"], providers: try Self.decodeProviders(row["providers"]),
                 createdAt: row["created_at"], lastLoginAt: row["last_login_at"], lastRefreshAt: row["last_refresh_at"],
-                validSince: row["valid_since"])
+                validSince: row["valid_since"], phoneNumber: row["phone_number"])
         }
 
         static func encodeProviders(_ ps: [ProviderUserInfo]) -> String {
@@ -101,6 +117,7 @@ public final class GRDBAuthStore: AuthStore {
                 if let e = p.email { m.append(("email", .string(e))) }
                 if let d = p.displayName { m.append(("displayName", .string(d))) }
                 if let u = p.photoURL { m.append(("photoUrl", .string(u))) }
+                if let n = p.phoneNumber { m.append(("phoneNumber", .string(n))) }
                 return .object(m)
             }).serialized()
         }
@@ -109,7 +126,8 @@ public final class GRDBAuthStore: AuthStore {
             try (JSON.parse(text).arrayValue ?? []).map { j in
                 ProviderUserInfo(
                     providerID: j["providerId"]?.stringValue ?? "", rawID: j["rawId"]?.stringValue ?? "",
-                    email: j["email"]?.stringValue, displayName: j["displayName"]?.stringValue, photoURL: j["photoUrl"]?.stringValue)
+                    email: j["email"]?.stringValue, displayName: j["displayName"]?.stringValue, photoURL: j["photoUrl"]?.stringValue,
+                    phoneNumber: j["phoneNumber"]?.stringValue)
             }
         }
 
@@ -186,13 +204,22 @@ public final class GRDBAuthStore: AuthStore {
                 arguments: [s.clientEmail, s.clientID, s.keyID, s.publicKeyPEM, s.createdAt])
         }
 
+        /// `ON CONFLICT(uid) DO UPDATE` rather than `INSERT OR REPLACE`: a clash on another unique
+        /// column (email, phone number) fails the write instead of silently deleting the other account.
+        static let upsertAccount: String = {
+            let columns = accountColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let updates = columns.filter { $0 != "uid" }.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+            let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ",")
+            return "INSERT INTO auth_accounts(\(accountColumns)) VALUES (\(placeholders)) ON CONFLICT(uid) DO UPDATE SET \(updates)"
+        }()
+
         func save(_ a: Account) throws {
             try db.execute(
-                sql: "INSERT OR REPLACE INTO auth_accounts(\(Self.accountColumns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                sql: Self.upsertAccount,
                 arguments: [
                     a.uid, a.email, a.emailVerified, a.passwordHash?.encoded, a.passwordUpdatedAt, a.displayName, a.photoURL,
                     a.disabled, a.customClaims, Self.encodeProviders(a.providers), a.createdAt, a.lastLoginAt, a.lastRefreshAt,
-                    a.validSince,
+                    a.validSince, a.phoneNumber,
                 ])
         }
 
@@ -203,7 +230,69 @@ public final class GRDBAuthStore: AuthStore {
         }
 
         func deleteAllAccounts() throws {
-            try db.execute(sql: "DELETE FROM auth_accounts; DELETE FROM auth_refresh_tokens; DELETE FROM auth_oob_codes;")
+            try db.execute(
+                sql: "DELETE FROM auth_accounts; DELETE FROM auth_refresh_tokens; DELETE FROM auth_oob_codes; DELETE FROM auth_phone_codes;")
+        }
+
+        func account(phoneNumber: String) throws -> Account? {
+            try Row.fetchOne(db, sql: "SELECT \(Self.accountColumns) FROM auth_accounts WHERE phone_number = ?", arguments: [phoneNumber])
+                .map(decodeAccount)
+        }
+
+        func decodePhoneCode(_ r: Row) -> PhoneVerificationCode {
+            PhoneVerificationCode(
+                sessionInfo: r["session_info"], phoneNumber: r["phone_number"], code: r["code"], createdAt: r["created_at"],
+                expiresAt: r["expires_at"])
+        }
+
+        func phoneCode(sessionInfo: String) throws -> PhoneVerificationCode? {
+            try Row.fetchOne(db, sql: "SELECT * FROM auth_phone_codes WHERE session_info = ?", arguments: [sessionInfo]).map(decodePhoneCode)
+        }
+
+        func phoneCodes() throws -> [PhoneVerificationCode] {
+            try Row.fetchAll(db, sql: "SELECT * FROM auth_phone_codes ORDER BY created_at, session_info").map(decodePhoneCode)
+        }
+
+        func insertPhoneCode(_ c: PhoneVerificationCode) throws {
+            try db.execute(
+                sql: "INSERT INTO auth_phone_codes(session_info, phone_number, code, created_at, expires_at) VALUES (?,?,?,?,?)",
+                arguments: [c.sessionInfo, c.phoneNumber, c.code, c.createdAt, c.expiresAt])
+        }
+
+        func deletePhoneCode(sessionInfo: String) throws {
+            try db.execute(sql: "DELETE FROM auth_phone_codes WHERE session_info = ?", arguments: [sessionInfo])
+        }
+
+        func deletePhoneCodes(expiringBefore millis: Int64) throws {
+            try db.execute(sql: "DELETE FROM auth_phone_codes WHERE expires_at < ?", arguments: [millis])
+        }
+
+        func decodeProviderConfig(_ r: Row) throws -> ProviderConfig {
+            let kindName: String = r["kind"], text: String = r["resource"], id: String = r["provider_id"]
+            guard let kind = ProviderConfig.Kind(rawValue: kindName) else { throw HearthError(.dataLoss, "Unknown provider config kind.") }
+            do {
+                return try ProviderConfig(kind: kind, providerID: id, resource: JSON.parse(text))
+            } catch {
+                throw HearthError(.dataLoss, "Unreadable provider config \(id).", cause: error)
+            }
+        }
+
+        func providerConfig(id: String) throws -> ProviderConfig? {
+            try Row.fetchOne(db, sql: "SELECT * FROM auth_provider_configs WHERE provider_id = ?", arguments: [id]).map(decodeProviderConfig)
+        }
+
+        func providerConfigs() throws -> [ProviderConfig] {
+            try Row.fetchAll(db, sql: "SELECT * FROM auth_provider_configs ORDER BY provider_id").map(decodeProviderConfig)
+        }
+
+        func saveProviderConfig(_ c: ProviderConfig) throws {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO auth_provider_configs(provider_id, kind, resource) VALUES (?,?,?)",
+                arguments: [c.providerID, c.kind.rawValue, c.resource.serialized()])
+        }
+
+        func deleteProviderConfig(id: String) throws {
+            try db.execute(sql: "DELETE FROM auth_provider_configs WHERE provider_id = ?", arguments: [id])
         }
 
         func insertRefreshToken(_ r: RefreshTokenRecord) throws {

@@ -9,6 +9,8 @@ public final class InMemoryAuthStore: AuthStore {
         var refreshTokens: [String: RefreshTokenRecord] = [:]
         var oobCodes: [String: OOBCode] = [:]
         var serviceAccounts: [String: ServiceAccountRecord] = [:]
+        var phoneCodes: [String: PhoneVerificationCode] = [:]
+        var providerConfigs: [String: ProviderConfig] = [:]
     }
 
     final class Transaction: AuthStoreWriter {
@@ -31,6 +33,19 @@ public final class InMemoryAuthStore: AuthStore {
         func serviceAccounts() throws -> [ServiceAccountRecord] { state.serviceAccounts.values.sorted { $0.clientEmail < $1.clientEmail } }
         func saveServiceAccount(_ record: ServiceAccountRecord) throws { state.serviceAccounts[record.clientEmail] = record }
 
+        func account(phoneNumber: String) throws -> Account? { state.accounts.values.first { $0.phoneNumber == phoneNumber } }
+        func phoneCode(sessionInfo: String) throws -> PhoneVerificationCode? { state.phoneCodes[sessionInfo] }
+        func phoneCodes() throws -> [PhoneVerificationCode] {
+            state.phoneCodes.values.sorted { ($0.createdAt, $0.sessionInfo) < ($1.createdAt, $1.sessionInfo) }
+        }
+        func providerConfig(id: String) throws -> ProviderConfig? { state.providerConfigs[id] }
+        func providerConfigs() throws -> [ProviderConfig] { state.providerConfigs.values.sorted { $0.providerID < $1.providerID } }
+        func insertPhoneCode(_ code: PhoneVerificationCode) throws { state.phoneCodes[code.sessionInfo] = code }
+        func deletePhoneCode(sessionInfo: String) throws { state.phoneCodes[sessionInfo] = nil }
+        func deletePhoneCodes(expiringBefore millis: Int64) throws { state.phoneCodes = state.phoneCodes.filter { $0.value.expiresAt >= millis } }
+        func saveProviderConfig(_ config: ProviderConfig) throws { state.providerConfigs[config.providerID] = config }
+        func deleteProviderConfig(id: String) throws { state.providerConfigs[id] = nil }
+
         func save(_ account: Account) throws { state.accounts[account.uid] = account }
         func deleteAccount(uid: String) throws {
             state.accounts[uid] = nil
@@ -38,9 +53,10 @@ public final class InMemoryAuthStore: AuthStore {
             state.oobCodes = state.oobCodes.filter { $0.value.uid != uid }
         }
         func deleteAllAccounts() throws {
-            let kept = state.serviceAccounts
+            let kept = state.serviceAccounts, configs = state.providerConfigs
             state = State()
             state.serviceAccounts = kept
+            state.providerConfigs = configs
         }
         func insertRefreshToken(_ record: RefreshTokenRecord) throws { state.refreshTokens[record.tokenHash] = record }
         func deleteRefreshTokens(uid: String) throws { state.refreshTokens = state.refreshTokens.filter { $0.value.uid != uid } }

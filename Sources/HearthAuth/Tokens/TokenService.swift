@@ -89,7 +89,7 @@ public final class TokenService: Sendable {
                 m.append((k, v))
             }
         }
-        m.removeAll { ["iss", "aud", "auth_time", "user_id", "sub", "iat", "exp", "email", "email_verified"].contains($0.0) }
+        m.removeAll { ["iss", "aud", "auth_time", "user_id", "sub", "iat", "exp", "email", "email_verified", "phone_number"].contains($0.0) }
         m += [
             ("iss", .string(issuer)), ("aud", .string(projectID)), ("auth_time", .int(authTime)),
             ("user_id", .string(account.uid)), ("sub", .string(account.uid)), ("iat", .int(issuedAt)),
@@ -99,6 +99,7 @@ public final class TokenService: Sendable {
             m.append(("email", .string(e)))
             m.append(("email_verified", .bool(account.emailVerified)))
         }
+        if let p = account.phoneNumber { m.append(("phone_number", .string(p))) }
         m.append(("firebase", .object([("identities", account.identities), ("sign_in_provider", .string(signInProvider))])))
         return .object(m)
     }

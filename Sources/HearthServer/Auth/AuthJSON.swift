@@ -11,6 +11,7 @@ enum AuthJSON {
         var m: [(String, JSON)] = [("localId", .string(a.uid))]
         if let e = a.email { m.append(("email", .string(e))) }
         m.append(("emailVerified", .bool(a.emailVerified)))
+        if let p = a.phoneNumber { m.append(("phoneNumber", .string(p))) }
         if let d = a.displayName { m.append(("displayName", .string(d))) }
         if let p = a.photoURL { m.append(("photoUrl", .string(p))) }
         if includeHash, let h = a.passwordHash {
@@ -34,6 +35,7 @@ enum AuthJSON {
         if let e = p.email { m.append(("email", .string(e))) }
         if let d = p.displayName { m.append(("displayName", .string(d))) }
         if let u = p.photoURL { m.append(("photoUrl", .string(u))) }
+        if let n = p.phoneNumber { m.append(("phoneNumber", .string(n))) }
         return .object(m)
     }
 

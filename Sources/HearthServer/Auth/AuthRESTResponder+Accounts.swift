@@ -9,16 +9,16 @@ extension AuthRESTResponder {
         let email = try body.string("email"), password = try body.string("password")
         let displayName = try body.string("displayName"), photoURL = try body.string("photoUrl")
         let localId = try body.string("localId"), emailVerified = try body.bool("emailVerified"), disabled = try body.bool("disabled")
-        if try body.string("phoneNumber") != nil || body["mfaInfo"] != nil {
-            throw AuthErrorCode.operationNotAllowed.error("Phone numbers and multi-factor enrolment are not supported.")
-        }
-        if privileged || localId != nil || emailVerified != nil || disabled != nil {
+        if body["mfaInfo"] != nil { throw AuthErrorCode.operationNotAllowed.error("Multi-factor enrolment is not supported.") }
+        let phoneNumber = try body.string("phoneNumber")
+        if privileged || localId != nil || emailVerified != nil || disabled != nil || phoneNumber != nil {
             try await requireAdmin(request)
             let account = try await engine.createAccount(NewAccount(
                 uid: localId, email: email, emailVerified: emailVerified ?? false, password: password, displayName: displayName,
-                photoURL: photoURL, disabled: disabled ?? false))
+                photoURL: photoURL, disabled: disabled ?? false, phoneNumber: phoneNumber))
             var m: [(String, JSON)] = [AuthJSON.kind("SignupNewUserResponse"), ("localId", .string(account.uid))]
             if let e = account.email { m.append(("email", .string(e))) }
+            if let p = account.phoneNumber { m.append(("phoneNumber", .string(p))) }
             if let d = account.displayName { m.append(("displayName", .string(d))) }
             return HTTPSupport.json(.object(m))
         }
@@ -80,15 +80,11 @@ extension AuthRESTResponder {
                 guard let p = try fb.string("providerId"), let r = try fb.string("rawId") else { throw AuthErrorCode.invalidProviderID.error() }
                 federated.append((p, r))
             }
-            if !(try body.strings("phoneNumber")).isEmpty && uids.isEmpty && emails.isEmpty && federated.isEmpty {
-                accounts = []
-            } else {
-                var found = try await engine.lookup(uids: uids, emails: emails)
-                for (p, r) in federated {
-                    if let a = try await engine.account(provider: p, rawID: r), !found.contains(where: { $0.uid == a.uid }) { found.append(a) }
-                }
-                accounts = found
+            var found = try await engine.lookup(uids: uids, emails: emails, phoneNumbers: try body.strings("phoneNumber"))
+            for (p, r) in federated {
+                if let a = try await engine.account(provider: p, rawID: r), !found.contains(where: { $0.uid == a.uid }) { found.append(a) }
             }
+            accounts = found
         }
         var m: [(String, JSON)] = [AuthJSON.kind("GetAccountInfoResponse")]
         if !accounts.isEmpty { m.append(("users", .array(accounts.map { AuthJSON.userInfo($0, includeHash: admin) }))) }
@@ -106,7 +102,7 @@ extension AuthRESTResponder {
         var u = AccountUpdate(
             email: try body.string("email"), password: try body.string("password"), displayName: try body.string("displayName"),
             photoURL: try body.string("photoUrl"), customClaims: try body.string("customAttributes"), disabled: try body.bool("disableUser"),
-            emailVerified: try body.bool("emailVerified"), validSince: try body.int64("validSince"))
+            emailVerified: try body.bool("emailVerified"), validSince: try body.int64("validSince"), phoneNumber: try body.string("phoneNumber"))
         for (i, name) in try body.strings("deleteAttribute").enumerated() {
             guard let attr = AccountUpdate.Attribute(rawValue: name) else {
                 throw HearthError.invalidArgument("Invalid value at 'deleteAttribute[\(i)]' (TYPE_ENUM), \"\(name)\"")
@@ -114,7 +110,6 @@ extension AuthRESTResponder {
             u.deleteAttributes.insert(attr)
         }
         u.deleteProviders = Set(try body.strings("deleteProvider"))
-        if try body.string("phoneNumber") != nil { throw AuthErrorCode.operationNotAllowed.error("Phone numbers are not supported.") }
         let result: (Account, AuthEngine.Session?)
         if let idToken = try body.string("idToken") {
             result = try await engine.updateAccount(idToken: idToken, u)
@@ -129,6 +124,7 @@ extension AuthRESTResponder {
         m.append(("emailVerified", .bool(account.emailVerified)))
         if let d = account.displayName { m.append(("displayName", .string(d))) }
         if let p = account.photoURL { m.append(("photoUrl", .string(p))) }
+        if let p = account.phoneNumber { m.append(("phoneNumber", .string(p))) }
         m.append(("providerUserInfo", .array(account.providerUserInfo.map(AuthJSON.providerInfo))))
         if let session { m += AuthJSON.tokens(session) }
         return HTTPSupport.json(.object(m))
@@ -161,6 +157,9 @@ extension AuthRESTResponder {
         let continueURL = try body.string("continueUrl")
         if type == .emailSignIn && continueURL == nil && !returnLink { throw AuthErrorCode.missingContinueURI.error() }
         _ = try body.bool("canHandleCodeInApp")
+        if let domain = try body.string("linkDomain"), !domain.isEmpty, !linkDomains.contains(domain.lowercased()) {
+            throw AuthErrorCode.invalidHostingLinkDomain.error()
+        }
         let code = try await engine.createOOBCode(type, email: email, continueURL: continueURL)
         let link = Self.actionLink(code, origin: Self.origin(request), emulator: authenticator.emulator)
         if !returnLink { outbox?.deliver(code, link: link, emulator: authenticator.emulator) }
@@ -220,5 +219,30 @@ extension AuthRESTResponder {
         HTTPSupport.json(.object([
             ("projectId", .string(projectID)), ("authorizedDomains", .array([.string("localhost"), .string("127.0.0.1")])),
         ]))
+    }
+}
+
+/// Phone sign-in: `accounts:sendVerificationCode` → `accounts:signInWithPhoneNumber`.
+extension AuthRESTResponder {
+    /// Stores a code and hands it to the outbox (Hearth sends no SMS; in emulator mode the code is
+    /// also listed at `/emulator/v1/projects/{p}/verificationCodes`). Answers `{sessionInfo}`.
+    func sendVerificationCode(_ body: AuthRequestBody) async throws -> Response {
+        guard let number = try body.string("phoneNumber"), !number.isEmpty else { throw AuthErrorCode.missingPhoneNumber.error() }
+        for field in ["iosReceipt", "iosSecret", "recaptchaToken", "playIntegrityToken", "safetyNetToken"] { _ = try body.string(field) }
+        let code = try await engine.createPhoneCode(phoneNumber: number)
+        outbox?.deliver(code, emulator: authenticator.emulator)
+        return HTTPSupport.json(.object([AuthJSON.kind("SendVerificationCodeResponse"), ("sessionInfo", .string(code.sessionInfo))]))
+    }
+
+    func signInWithPhoneNumber(_ body: AuthRequestBody) async throws -> Response {
+        if try body.string("temporaryProof") != nil || body.string("verificationProof") != nil {
+            throw AuthErrorCode.operationNotAllowed.error("Sign-in with a temporaryProof or verificationProof is not supported.")
+        }
+        _ = try body.string("phoneNumber")
+        let s = try await engine.signInWithPhoneNumber(
+            sessionInfo: try body.string("sessionInfo") ?? "", code: try body.string("code") ?? "", linkTo: try body.string("idToken"))
+        var m: [(String, JSON)] = [AuthJSON.kind("VerifyPhoneNumberResponse"), ("localId", .string(s.account.uid))]
+        if let p = s.account.phoneNumber { m.append(("phoneNumber", .string(p))) }
+        return HTTPSupport.json(.object(m + AuthJSON.tokens(s) + [("isNewUser", .bool(s.isNewUser))]))
     }
 }

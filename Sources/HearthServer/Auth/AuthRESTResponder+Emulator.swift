@@ -24,6 +24,11 @@ extension AuthRESTResponder {
                     ("oobLink", .string(Self.actionLink(c, origin: origin, emulator: true))), ("requestType", .string(c.requestType.rawValue)),
                 ])
             }))]))
+        case (.get, "verificationCodes"):
+            let codes = try await engine.phoneCodes()
+            return HTTPSupport.json(.object([("verificationCodes", .array(codes.map { c in
+                .object([("phoneNumber", .string(c.phoneNumber)), ("sessionInfo", .string(c.sessionInfo)), ("code", .string(c.code))])
+            }))]))
         case (.get, "config"):
             return emulatorConfig()
         case (.patch, "config"):
@@ -69,11 +74,17 @@ extension AuthRESTResponder {
         let identity: ProviderIdentity
         if let provider = providers.first(where: { $0.providerID == providerID }) {
             identity = try provider.verify(idToken, now: engine.clock.seconds)
+        } else if providerID.hasPrefix("oidc.") || providerID.hasPrefix("saml."),
+            let config = try await engine.oidcProviderConfig(id: providerID)
+        {
+            identity = try await verify(idToken, with: config)
         } else if authenticator.emulator {
             identity = try Self.fakeIdentity(idToken, providerID: providerID)
         } else {
             throw AuthErrorCode.invalidProviderID.error("Provider \(providerID) is not configured.")
         }
+        // Replay protection: the token's nonce must match the raw nonce the client sent.
+        try identity.checkNonce(params["nonce"])
         let (session, needConfirmation) = try await engine.signIn(with: identity, linkTo: try body.string("idToken"))
         var m: [(String, JSON)] = [
             AuthJSON.kind("VerifyAssertionResponse"), ("federatedId", .string(identity.rawID)), ("providerId", .string(providerID)),
@@ -91,6 +102,38 @@ extension AuthRESTResponder {
             m.append(("needConfirmation", .bool(needConfirmation)))
         }
         return HTTPSupport.json(.object(m))
+    }
+
+    /// An ID token for a provider configured through the Admin API (`oauthIdpConfigs`): it must
+    /// be enabled; the token is checked against its issuer and client id, and signed by the keys
+    /// `--auth-config` lists for that issuer, else (production mode) the keys the issuer's
+    /// discovery document names. In emulator mode, without configured keys, the emulator's fake
+    /// tokens are accepted if issuer and audience match. SAML assertions are not supported.
+    func verify(_ idToken: String, with config: ProviderConfig) async throws(HearthError) -> ProviderIdentity {
+        guard let (issuer, clientID) = config.oidc else {
+            throw AuthErrorCode.invalidIDPResponse.error(
+                "SAML sign-in is not supported by Hearth: inboundSamlConfigs are stored for the Admin API only.")
+        }
+        guard config.enabled else { throw AuthErrorCode.operationNotAllowed.error("The identity provider configuration is disabled.") }
+        let now = engine.clock.seconds
+        if let keyed = providers.first(where: { $0.issuer == issuer }) {
+            let provider = IdentityProvider(providerID: config.providerID, issuer: issuer, audiences: [clientID], keys: keyed.keys)
+            return try provider.verify(idToken, now: now)
+        }
+        guard authenticator.emulator else {
+            let provider = try await discovery.provider(
+                providerID: config.providerID, issuer: issuer, clientID: clientID, keyID: JWT.parse(idToken)?.keyID)
+            return try provider.verify(idToken, now: now)
+        }
+        let identity = try Self.fakeIdentity(idToken, providerID: config.providerID)
+        let claims = identity.claims
+        let audiences = claims["aud"]?.stringValue.map { [$0] } ?? (claims["aud"]?.arrayValue ?? []).compactMap(\.stringValue)
+        guard claims["iss"]?.stringValue == issuer else { throw AuthErrorCode.invalidIDPResponse.error("The id_token has the wrong issuer.") }
+        guard audiences.contains(clientID) else { throw AuthErrorCode.invalidIDPResponse.error("The id_token has the wrong audience.") }
+        if case .number(let text)? = claims["exp"], let exp = Int64(text), exp + 60 <= now {
+            throw AuthErrorCode.invalidIDPResponse.error("The id_token has expired.")
+        }
+        return identity
     }
 
     /// The emulator's fake IdP tokens: plain JSON claims, or an unsigned JWT.

@@ -19,7 +19,7 @@ extension AuthRESTResponder {
         let first = bytes.first(where: { $0 != 0x20 && $0 != 0x0a && $0 != 0x0d && $0 != 0x09 })
         if contentType.contains("json") || first == UInt8(ascii: "{") {
             let json: JSON
-            do { json = try JSON.parse(bytes) } catch { throw HearthError.invalidArgument("Invalid JSON payload received. \(error.message)") }
+            json = try JSON.parse(bytes)  // its errors already read "Invalid JSON payload received. …"
             guard let members = json.objectValue else { throw HearthError.invalidArgument("Invalid JSON payload received. Expected an object.") }
             for (k, v) in members {
                 switch v {

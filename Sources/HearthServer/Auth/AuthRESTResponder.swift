@@ -17,16 +17,25 @@ public struct AuthRESTResponder: HTTPResponder {
     let authenticator: Authenticator
     let outbox: Outbox?
     let providers: [IdentityProvider]
+    /// Hosts an email action link may name as `linkDomain` (from `--auth-config`).
+    let linkDomains: [String]
     let certificates: CertificateCache
+    /// Keys of Admin-API OIDC issuers without `--auth-config` keys (production mode).
+    let discovery: OIDCDiscovery
     let logger: Logger
     static let maxBody = 4 * 1024 * 1024
 
-    public init(engine: AuthEngine, authenticator: Authenticator, outbox: Outbox?, providers: [IdentityProvider] = [], logger: Logger) {
+    public init(
+        engine: AuthEngine, authenticator: Authenticator, outbox: Outbox?, providers: [IdentityProvider] = [], linkDomains: [String] = [],
+        logger: Logger
+    ) {
         self.engine = engine
         self.authenticator = authenticator
         self.outbox = outbox
         self.providers = providers
+        self.linkDomains = linkDomains
         self.certificates = CertificateCache()
+        self.discovery = OIDCDiscovery()
         self.logger = logger
     }
 
@@ -92,7 +101,8 @@ public struct AuthRESTResponder: HTTPResponder {
         "verifyAssertion": "signInWithIdp", "emailLinkSignin": "signInWithEmailLink", "getAccountInfo": "lookup",
         "setAccountInfo": "update", "deleteAccount": "delete", "getOobConfirmationCode": "sendOobCode",
         "resetPassword": "resetPassword", "createAuthUri": "createAuthUri", "downloadAccount": "batchGet",
-        "uploadAccount": "batchCreate", "getProjectConfig": "projectConfig",
+        "uploadAccount": "batchCreate", "getProjectConfig": "projectConfig", "sendVerificationCode": "sendVerificationCode",
+        "verifyPhoneNumber": "signInWithPhoneNumber",
     ]
 
     func route(_ request: Request) async throws -> Response {
@@ -128,6 +138,7 @@ public struct AuthRESTResponder: HTTPResponder {
             return try await operation(op, project: nil, &request)
         }
         if segments.first == "emulator" { return try await emulator(Array(segments.dropFirst()), &request) }
+        if segments.first == "v2" { return try await providerConfigs(Array(segments.dropFirst()), &request) }
         guard segments.first == "v1" else { throw HearthError(.notFound, "Not Found") }
         let rest = Array(segments.dropFirst())
         switch rest.count {
@@ -189,6 +200,8 @@ public struct AuthRESTResponder: HTTPResponder {
         case "batchCreate": return try await batchCreate(body, request)
         case "batchDelete": return try await batchDelete(body, request)
         case "createSessionCookie": return try await createSessionCookie(body, request)
+        case "sendVerificationCode": return try await sendVerificationCode(body)
+        case "signInWithPhoneNumber": return try await signInWithPhoneNumber(body)
         case "projectConfig": return projectConfig()
         default: throw HearthError(.notFound, "Not Found")
         }

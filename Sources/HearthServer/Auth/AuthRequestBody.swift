@@ -36,13 +36,8 @@ struct AuthRequestBody {
         }
         let bytes = buffer.readableBytesView
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09 }) { return try AuthRequestBody(.object([]), allowed: allowed) }
-        let json: JSON
-        do {
-            json = try JSON.parse(bytes)
-        } catch {
-            throw HearthError.invalidArgument("Invalid JSON payload received. \(error.message)")
-        }
-        return try AuthRequestBody(json, allowed: allowed)
+        // The parser's errors carry Google's "Invalid JSON payload received." prefix once.
+        return try AuthRequestBody(try JSON.parse(bytes), allowed: allowed)
     }
 
     subscript(_ key: String) -> JSON? {
@@ -146,6 +141,11 @@ extension AuthRESTResponder {
             "parallelization", "blockSize", "passwordHashOrder", "allowOverwrite", "sanityCheck",
         ],
         "batchDelete": ["localIds", "force"],
+        "sendVerificationCode": [
+            "phoneNumber", "iosReceipt", "iosSecret", "recaptchaToken", "autoRetrievalInfo", "playIntegrityToken", "safetyNetToken",
+            "recaptchaVersion",
+        ],
+        "signInWithPhoneNumber": ["sessionInfo", "code", "idToken", "phoneNumber", "temporaryProof", "verificationProof", "operation"],
         "createSessionCookie": ["idToken", "validDuration"],
         "projectConfig": [],
     ]

@@ -57,13 +57,32 @@ public struct Outbox: Sendable {
         return SMTPMailer.Message(to: code.email, subject: subject, body: "Hello,\n\n\(text)\n\nThanks,\n\nYour \(appName) team\n")
     }
 
+    /// A phone sign-in code: Hearth sends no SMS, so it always goes to the outbox
+    /// (`<time>-sms-<session prefix>.json`: `to`, `requestType: PHONE_SIGN_IN`, `code`,
+    /// `sessionInfo`); in emulator mode the log line carries the code, as the Auth emulator prints it.
+    func deliver(_ code: PhoneVerificationCode, emulator: Bool) {
+        let message = JSON.object([
+            ("to", .string(code.phoneNumber)), ("requestType", .string("PHONE_SIGN_IN")), ("code", .string(code.code)),
+            ("sessionInfo", .string(code.sessionInfo)), ("createdAt", .number(String(code.createdAt))),
+        ])
+        var metadata: Logger.Metadata = ["to": "\(code.phoneNumber)", "type": "PHONE_SIGN_IN"]
+        if emulator { metadata["code"] = "\(code.code)" }
+        write(message, name: "\(code.createdAt)-sms-\(code.sessionInfo.prefix(8)).json", metadata: metadata, what: "verification code")
+    }
+
     /// Writes the message to the outbox directory.
     func keep(_ code: OOBCode, link: String, emulator: Bool) {
         let message = JSON.object([
             ("to", .string(code.email)), ("requestType", .string(code.requestType.rawValue)), ("oobCode", .string(code.code)),
             ("oobLink", .string(link)), ("createdAt", .number(String(code.createdAt))),
         ])
-        let name = "\(code.createdAt)-\(code.requestType.mode)-\(code.code.prefix(8)).json"
+        var metadata: Logger.Metadata = ["to": "\(code.email)", "type": "\(code.requestType.rawValue)"]
+        if emulator { metadata["link"] = "\(link)" }
+        write(message, name: "\(code.createdAt)-\(code.requestType.mode)-\(code.code.prefix(8)).json", metadata: metadata, what: "email")
+    }
+
+    /// One file per message, written atomically (temporary name, then rename).
+    func write(_ message: JSON, name: String, metadata: Logger.Metadata, what: String) {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let tmp = directory.appendingPathComponent(".\(name).tmp")
@@ -71,9 +90,9 @@ public struct Outbox: Sendable {
             guard rename(tmp.path, directory.appendingPathComponent(name).path) == 0 else {
                 throw HearthError(.internal, "rename failed: errno \(errno)")
             }
-            var metadata: Logger.Metadata = ["to": "\(code.email)", "type": "\(code.requestType.rawValue)", "file": "\(name)"]
-            if emulator { metadata["link"] = "\(link)" }
-            logger.notice("email queued in the outbox", metadata: metadata)
+            var metadata = metadata
+            metadata["file"] = "\(name)"
+            logger.notice("\(what) queued in the outbox", metadata: metadata)
         } catch {
             logger.error("cannot write to the outbox", metadata: ["path": "\(directory.path)", "error": "\(error)"])
         }
