@@ -335,11 +335,3 @@ extension FirestoreRESTResponder {
     }
 }
 
-/// Firestore-style automatic document ids: 20 characters from [A-Za-z0-9].
-enum AutoID {
-    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-    static func make() -> String {
-        var rng = SystemRandomNumberGenerator()
-        return String((0..<20).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &rng)] })
-    }
-}
