@@ -100,6 +100,7 @@ def _increment_concurrently(db, counter, threads: int, per_thread: int, max_atte
     return errors, attempts[0], time.monotonic() - began
 
 
+@pytest.mark.hearth_only(reason="Google's emulator shares read locks and settles the resulting deadlocks by 2-second lock timeouts: 8 x 25 increments do not finish in 5 minutes")
 @pytest.mark.parametrize(
     "threads,per_thread",
     [pytest.param(8, 25, id="8x25"), pytest.param(50, 100, id="50x100")],
@@ -119,6 +120,7 @@ def test_contended_transactional_increments(db, threads, per_thread):
         assert attempts == total
 
 
+@pytest.mark.hearth_only(reason="Google's emulator shares read locks and settles the resulting deadlocks by 2-second lock timeouts: 8 x 25 increments do not finish in 5 minutes")
 def test_default_attempts_suffice_under_contention(db):
     """With the client's default five attempts, eight threads lose no increment."""
     counter = db.collection(new_collection_id("tx")).document("counter")
@@ -239,6 +241,7 @@ def test_retry_keeps_its_place_in_line(gapic):
     assert doc.get().get("v") == 3
 
 
+@pytest.mark.hearth_only(reason="the emulator's read locks are shared: the second reader does not wait")
 def test_fresh_transaction_waits_its_turn(gapic):
     """Without retry_transaction the same transaction is the youngest: it waits for the holder."""
     api, database = gapic._firestore_api, gapic._database_string
