@@ -276,6 +276,26 @@ struct DocumentLocksStateMachineTests {
         #expect(t.machine.age(retry) == 1)
     }
 
+    @Test("One transaction may wait in several requests at once (parallel reads); aborting it fails them all")
+    func parallelRequests() throws {
+        var t = Table()
+        let writer = t.writer()
+        #expect(t.commit(writer, "a", "b").0 == .granted)
+        let (reader, other) = (t.begin(), t.begin())
+        let ra = try #require(Self.requestID(t.read(reader, "a").0))
+        let rb = try #require(Self.requestID(t.read(reader, "b").0))
+        #expect(Set(t.end(writer)) == [.grant(ra), .grant(rb)])
+        #expect(t.machine.holders("a") == [reader: .shared] && t.machine.holders("b") == [reader: .shared])
+        // The reader waits for two documents the other holds; the other, younger, then waits for the reader.
+        #expect(t.machine.acquire(other, ["c": .exclusive, "d": .exclusive], now: t.now).0 == .granted)
+        let rc = try #require(Self.requestID(t.machine.acquire(reader, ["c": .shared], now: t.now).0))
+        let rd = try #require(Self.requestID(t.machine.acquire(reader, ["d": .shared], now: t.now).0))
+        let (result, actions) = t.machine.acquire(other, ["a": .exclusive], now: t.now)
+        #expect(result == .aborted(.contention))
+        #expect(Set(actions) == [.grant(rc), .grant(rd)])
+        #expect(t.machine.abortReason(reader) == nil)
+    }
+
     @Test("A cancelled waiter leaves the queue and lets the next one in")
     func cancel() throws {
         var t = Table()
