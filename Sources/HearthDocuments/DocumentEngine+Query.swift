@@ -16,12 +16,27 @@ extension DocumentEngine {
         let nq = try NormalizedQuery(query, database: database)
         try await ensureIndexes(for: nq)
         let (readTime, txn) = try snapshot(for: consistency, database: database)
-        let (docs, skipped) = try await store.read { [self] r in
-            var skipped = 0
-            let docs = try self.executeQuery(nq, r, readTime: readTime, skipped: &skipped)
-            return (docs, skipped)
+        let execute = { [self] in
+            try await store.read { [self] r in
+                var skipped = 0
+                let docs = try self.executeQuery(nq, r, readTime: readTime, skipped: &skipped)
+                return (docs, skipped)
+            }
         }
-        if let txn { recordQuery(txn, nq, docs) }
+        var (docs, skipped) = try await execute()
+        if let lock = txn?.lock {
+            // A read-write transaction locks every document the query returns. One may have
+            // changed between the scan and the lock: then the query runs again (a few times at
+            // most; after that the check at commit decides).
+            for attempt in 1...4 {
+                let paths = docs.map(\.path)
+                try await lockReads(lock, database, paths, mode: .shared)
+                let current = try await batchGet(database, paths).documents
+                if attempt == 4 || zip(docs, current).allSatisfy({ $0.updateTime == $1?.updateTime }) { break }
+                (docs, skipped) = try await execute()
+            }
+        }
+        if let txn { recordQuery(txn.id, nq, docs) }
         return QueryResult(documents: docs.map { $0.masked(query.select) }, readTime: readTime ?? clock.current(), skippedResults: skipped)
     }
 

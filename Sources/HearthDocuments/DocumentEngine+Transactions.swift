@@ -13,6 +13,11 @@ struct TransactionState: Sendable {
     var readOnly: Bool
     /// For read-only transactions: the snapshot every read uses.
     var readTime: Timestamp?
+    /// For read-write transactions: who holds its document locks.
+    var lock: LockOwnerID?
+    /// The first attempt of the transactions this one retries (clients name either it or the
+    /// latest attempt in `retry_transaction`).
+    var retryRoot: TransactionID?
     var reads: [ResourcePath: Timestamp?] = [:]
     var queries: [(NormalizedQuery, [ResourcePath: Timestamp])] = []
     var started: Int64
@@ -26,59 +31,124 @@ struct TransactionCheck: Sendable {
 
 struct TransactionTable: Sendable {
     var open: [TransactionID: TransactionState] = [:]
+    /// Read-write transactions that ended without committing, for `retry_transaction` (kept as
+    /// long as an open transaction may live), oldest first.
+    var retired: [TransactionID: (owner: LockOwnerID, ended: Int64, root: TransactionID?)] = [:]
+    var retiredOrder: [TransactionID] = []
+    var retiredHead = 0
 
-    mutating func removeAll(database: DatabaseName) {
+    mutating func removeAll(database: DatabaseName) -> [TransactionState] {
+        let gone = open.values.filter { $0.database == database }
         open = open.filter { $0.value.database != database }
+        return gone
     }
 
-    mutating func expire(now: Int64, total: Int64, idle: Int64) {
-        open = open.filter { now - $0.value.started < total && now - $0.value.lastUsed < idle }
+    /// Removes transactions past their limits; returns them (their locks must be released).
+    mutating func expire(now: Int64, total: Int64, idle: Int64) -> [TransactionState] {
+        var gone: [TransactionState] = []
+        for (id, state) in open where now - state.started >= total || now - state.lastUsed >= idle {
+            open[id] = nil
+            gone.append(state)
+            retire(id, state, now: now)
+        }
+        while retiredHead < retiredOrder.count {
+            let id = retiredOrder[retiredHead]
+            if let entry = retired[id], now - entry.ended < total { break }
+            retired[id] = nil
+            retiredHead += 1
+        }
+        if retiredHead > 1024, retiredHead * 2 > retiredOrder.count {
+            retiredOrder.removeFirst(retiredHead)
+            retiredHead = 0
+        }
+        return gone
+    }
+
+    /// Keeps an ended transaction's lock owner for a retry, under its own id and under the id of
+    /// the first attempt it retries.
+    mutating func retire(_ id: TransactionID, _ state: TransactionState, now: Int64) {
+        guard let owner = state.lock else { return }
+        for key in [id] + (state.retryRoot.map { [$0] } ?? []) {
+            retired[key] = (owner, now, state.retryRoot)
+            retiredOrder.append(key)
+        }
     }
 }
 
 extension DocumentEngine {
     static let invalidTransaction = "The referenced transaction has expired or is no longer valid."
+    /// The length of the ids Hearth hands out; rollback accepts any id of this shape.
+    static let transactionIDLength = 16
 
     /// Starts a transaction. Read-only transactions read one snapshot (at `readTime`, or now).
+    /// A read-write transaction `retrying` an earlier one keeps that one's place in line.
     public func beginTransaction(_ database: DatabaseName, readOnly: Bool, readTime: Timestamp? = nil, retrying: TransactionID? = nil) throws(HearthError) -> TransactionID {
         if let readTime {
             guard readOnly else { throw .invalidArgument("read_time is only allowed in read-only transactions.") }
             try checkReadTime(readTime)
         }
-        var raw = [UInt8](repeating: 0, count: 16)
+        var raw = [UInt8](repeating: 0, count: Self.transactionIDLength)
         var rng = SystemRandomNumberGenerator()
         for i in raw.indices { raw[i] = UInt8.random(in: 0...255, using: &rng) }
         let id = TransactionID(bytes: raw)
         let now = clock.current().microseconds
-        let state = TransactionState(
-            database: database, readOnly: readOnly, readTime: readOnly ? (readTime ?? clock.current()) : nil, started: now, lastUsed: now)
         let cfg = configuration
-        transactions.withLock { table in
-            table.expire(now: now, total: cfg.transactionTimeout, idle: cfg.transactionIdleTimeout)
-            if let retrying { table.open[retrying] = nil }
-            table.open[id] = state
+        // The transaction retried: still open (the client did not roll it back) or ended.
+        let (expired, previous, root) = transactions.withLock { table -> ([TransactionState], LockOwnerID?, TransactionID?) in
+            let expired = table.expire(now: now, total: cfg.transactionTimeout, idle: cfg.transactionIdleTimeout)
+            guard let retrying, !readOnly else { return (expired, nil, nil) }
+            if let open = table.open[retrying], open.database == database {
+                table.open[retrying] = nil
+                return (expired, open.lock, open.retryRoot ?? retrying)
+            }
+            guard let entry = table.retired.removeValue(forKey: retrying) else { return (expired, nil, retrying) }
+            return (expired, entry.owner, entry.root ?? retrying)
         }
+        endLocks(expired)
+        let lock = readOnly ? nil : locks.begin(retrying: previous)
+        let state = TransactionState(
+            database: database, readOnly: readOnly, readTime: readOnly ? (readTime ?? clock.current()) : nil, lock: lock, retryRoot: root,
+            started: now, lastUsed: now)
+        transactions.withLock { table in table.open[id] = state }
         return id
     }
 
+    /// Ends a transaction without committing. Rolling back one that already ended (committed,
+    /// aborted, expired, rolled back) is harmless, as in Firestore: clients roll back after a
+    /// failed commit.
     public func rollback(_ database: DatabaseName, _ id: TransactionID) throws(HearthError) {
-        let removed = transactions.withLock { table in table.open.removeValue(forKey: id) }
-        guard let removed, removed.database == database else { throw .invalidArgument(Self.invalidTransaction) }
+        guard id.bytes.count == Self.transactionIDLength else { throw .invalidArgument("Invalid transaction.") }
+        let now = clock.current().microseconds
+        let (removed, foreign) = transactions.withLock { table -> (TransactionState?, Bool) in
+            guard let state = table.open[id] else { return (nil, false) }
+            guard state.database == database else { return (nil, true) }
+            table.open[id] = nil
+            table.retire(id, state, now: now)
+            return (state, false)
+        }
+        if foreign { throw .invalidArgument(Self.invalidTransaction) }
+        if let lock = removed?.lock { locks.end(lock, committed: false) }
+    }
+
+    func endLocks(_ states: [TransactionState]) {
+        for state in states { if let lock = state.lock { locks.end(lock, committed: false) } }
     }
 
     func transaction(_ id: TransactionID, database: DatabaseName) throws(HearthError) -> TransactionState {
         let now = clock.current().microseconds
         let cfg = configuration
-        let state: TransactionState? = transactions.withLock { table in
-            guard var s = table.open[id], s.database == database else { return nil }
+        let (state, expired): (TransactionState?, TransactionState?) = transactions.withLock { table in
+            guard var s = table.open[id], s.database == database else { return (nil, nil) }
             if now - s.started >= cfg.transactionTimeout || now - s.lastUsed >= cfg.transactionIdleTimeout {
                 table.open[id] = nil
-                return nil
+                table.retire(id, s, now: now)
+                return (nil, s)
             }
             s.lastUsed = now
             table.open[id] = s
-            return s
+            return (s, nil)
         }
+        if let expired { endLocks([expired]) }
         guard let state else { throw .invalidArgument(Self.invalidTransaction) }
         return state
     }
@@ -90,6 +160,24 @@ extension DocumentEngine {
             throw .invalidArgument(Self.invalidTransaction)
         }
         return state
+    }
+
+    /// Ends a transaction's locks after its commit; one that did not commit keeps its place in
+    /// line for a retry.
+    func finishCommit(_ id: TransactionID, _ state: TransactionState, committed: Bool) {
+        guard let lock = state.lock else { return }
+        if !committed {
+            let now = clock.current().microseconds
+            transactions.withLock { $0.retire(id, state, now: now) }
+        }
+        locks.end(lock, committed: committed)
+    }
+
+    /// Locks what a read-write transaction reads: documents it gets by name exclusively (before
+    /// it reads them), documents a query returned shared.
+    func lockReads(_ owner: LockOwnerID, _ database: DatabaseName, _ paths: [ResourcePath], mode: LockMode) async throws {
+        let db = database.database
+        try await locks.lockForRead(owner, paths.map { LockedDocument(db, $0) }, mode: mode)
     }
 
     func recordReads(_ id: TransactionID, _ reads: [(ResourcePath, Timestamp?)]) {
@@ -109,7 +197,9 @@ extension DocumentEngine {
         }
     }
 
-    /// Serializability check at commit: everything the transaction read is unchanged.
+    /// Serializability check at commit: everything the transaction read is unchanged. Under
+    /// document locks this only fires for phantoms (documents that newly match a query it ran),
+    /// and for a query result that kept changing between the scan and its locks.
     func verify(_ check: TransactionCheck, _ database: DatabaseName, _ r: any DocumentWriter) throws {
         let db = database.database
         for (path, seen) in check.reads where try r.document(db, path)?.updateTime != seen {

@@ -20,12 +20,20 @@ public final class DocumentEngine: Sendable {
         public var historyRetention: Int64
         public var transactionTimeout: Int64
         public var transactionIdleTimeout: Int64
+        /// The longest a read, commit or write waits for a document lock before it is ABORTED
+        /// ("Transaction lock timeout.").
+        public var lockWaitLimit: Duration
+        /// How long a read-write transaction may hold a document lock that others wait for
+        /// before it is aborted.
+        public var lockHoldLimit: Duration
 
         public init(strictIndexes: Bool = false) {
             self.strictIndexes = strictIndexes
             historyRetention = 3_600_000_000
             transactionTimeout = 270_000_000
             transactionIdleTimeout = 60_000_000
+            lockWaitLimit = .seconds(20)
+            lockHoldLimit = .seconds(10)
         }
     }
 
@@ -35,6 +43,8 @@ public final class DocumentEngine: Sendable {
     let logger: Logger
     let indexes: Mutex<[String: [IndexDefinition]]>
     let transactions: Mutex<TransactionTable>
+    /// Per-document locks of read-write transactions and the writes that wait for them.
+    let locks: DocumentLocks
     let cache = DocumentCache()
     /// Every durable commit, in order: what realtime listeners are fed from.
     public let feed: ChangeFeed
@@ -52,6 +62,10 @@ public final class DocumentEngine: Sendable {
         feed.subscribe(listeners)
         indexes = Mutex(Dictionary(grouping: defs, by: \.database))
         transactions = Mutex(TransactionTable())
+        locks = DocumentLocks(
+            limits: .init(
+                waitLimit: configuration.lockWaitLimit, holdLimit: configuration.lockHoldLimit,
+                retryRetention: .microseconds(configuration.transactionTimeout)))
     }
 
     func compositeIndexes(_ database: String) -> [IndexDefinition] {
@@ -81,6 +95,7 @@ public final class DocumentEngine: Sendable {
             guard p.isDocument else { throw HearthError.invalidArgument("\"\(p.text)\" is not a document path.") }
         }
         let (readTime, txn) = try snapshot(for: consistency, database: database)
+        if let lock = txn?.lock { try await lockReads(lock, database, paths, mode: .exclusive) }
         let db = database.database
         let docs: [Document?]
         if readTime == nil, let cached = cachedDocuments(db, paths) {
@@ -92,7 +107,7 @@ public final class DocumentEngine: Sendable {
             }
             if readTime == nil { cache.fill(db, Array(zip(paths, docs)), epoch: epoch) }
         }
-        if let txn { recordReads(txn, zip(paths, docs).map { ($0, $1?.updateTime) }) }
+        if let txn { recordReads(txn.id, zip(paths, docs).map { ($0, $1?.updateTime) }) }
         return BatchGetResult(documents: docs.map { $0?.masked(mask) }, readTime: readTime ?? clock.current())
     }
 
@@ -107,8 +122,14 @@ public final class DocumentEngine: Sendable {
         return out
     }
 
+    /// A read-write transaction a read belongs to: where to record the read, who locks it.
+    struct ReadingTransaction {
+        var id: TransactionID
+        var lock: LockOwnerID?
+    }
+
     /// The snapshot time to read at (nil = latest) and the read-write transaction to record reads in.
-    func snapshot(for consistency: ReadConsistency, database: DatabaseName) throws(HearthError) -> (Timestamp?, TransactionID?) {
+    func snapshot(for consistency: ReadConsistency, database: DatabaseName) throws(HearthError) -> (Timestamp?, ReadingTransaction?) {
         switch consistency {
         case .latest: return (nil, nil)
         case .readTime(let t):
@@ -117,7 +138,7 @@ public final class DocumentEngine: Sendable {
         case .transaction(let id):
             let txn = try transaction(id, database: database)
             if txn.readOnly { return (txn.readTime, nil) }
-            return (nil, id)
+            return (nil, ReadingTransaction(id: id, lock: txn.lock))
         }
     }
 
@@ -143,15 +164,43 @@ public final class DocumentEngine: Sendable {
             throw HearthError.invalidArgument("A maximum of 500 entities can be modified in a commit.")
         }
         for w in writes { try validate(w) }
-        var pending: TransactionCheck?
-        if let transaction {
-            let txn = try takeTransaction(transaction, database: database)
-            if txn.readOnly && !writes.isEmpty {
-                throw HearthError.invalidArgument("Cannot modify entities in a read-only transaction.")
+        let db = database.database
+        let documents = writes.map { LockedDocument(db, $0.path) }
+        guard let transaction else {
+            // A non-transactional write waits for transactions holding its documents.
+            if writes.isEmpty { return try await apply(database, writes, check: nil, authorizer: authorizer) }
+            let owner = try await locks.lockForWrite(documents)
+            do {
+                let result = try await apply(database, writes, check: nil, authorizer: authorizer)
+                locks.end(owner, committed: true)
+                return result
+            } catch {
+                locks.end(owner, committed: false)
+                throw error
             }
-            pending = TransactionCheck(reads: txn.reads, queries: txn.queries)
         }
-        let check = pending
+        let txn = try takeTransaction(transaction, database: database)
+        if txn.readOnly && !writes.isEmpty {
+            throw HearthError.invalidArgument("Cannot modify entities in a read-only transaction.")
+        }
+        let check = TransactionCheck(reads: txn.reads, queries: txn.queries)
+        guard let lock = txn.lock else { return try await apply(database, writes, check: check, authorizer: authorizer) }
+        do {
+            // Exclusive locks on what it writes; once granted it waits for nothing and is never aborted.
+            try await locks.lockForCommit(lock, documents)
+            let result = try await apply(database, writes, check: check, authorizer: authorizer)
+            finishCommit(transaction, txn, committed: true)
+            return result
+        } catch {
+            finishCommit(transaction, txn, committed: false)
+            throw error
+        }
+    }
+
+    /// The commit itself, its locks (if any) held: one closure in the store's group commit.
+    func apply(
+        _ database: DatabaseName, _ writes: [Write], check: TransactionCheck?, authorizer: (any WriteAuthorizer)?
+    ) async throws -> CommitResult {
         let db = database.database
         let ticket = cache.beginWrite(db, writes.map(\.path))
         let reserved = ReservedTime()
@@ -204,6 +253,21 @@ public final class DocumentEngine: Sendable {
         if writes.count > DocumentLimits.maxWritesPerCommit {
             throw HearthError.invalidArgument("A maximum of 500 entities can be modified in a commit.")
         }
+        let db = database.database
+        let owner = try await locks.lockForWrite(writes.map { LockedDocument(db, $0.path) })
+        do {
+            let result = try await applyIndependently(database, writes, authorizer: authorizer)
+            locks.end(owner, committed: true)
+            return result
+        } catch {
+            locks.end(owner, committed: false)
+            throw error
+        }
+    }
+
+    func applyIndependently(
+        _ database: DatabaseName, _ writes: [Write], authorizer: (any WriteAuthorizer)?
+    ) async throws -> (outcomes: [BatchWriteOutcome], commitTime: Timestamp) {
         let db = database.database
         let ticket = cache.beginWrite(db, writes.map(\.path))
         let reserved = ReservedTime()
@@ -380,7 +444,7 @@ public final class DocumentEngine: Sendable {
         }
         cache.cleared(ticket)
         feed.publish(CommittedChanges(database: db, commitTime: time, changes: [], cleared: true))
-        transactions.withLock { $0.removeAll(database: database) }
+        endLocks(transactions.withLock { $0.removeAll(database: database) })
     }
 
     // MARK: Collections

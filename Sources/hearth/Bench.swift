@@ -20,7 +20,9 @@ struct Bench: AsyncParsableCommand {
             Phases: http (baseline: a minimal Hummingbird route), grdb (baselines: raw GRDB inserts \
             of the same bytes with the same durability, one transaction each and 64 per transaction, \
             and raw point selects), rules (one rules evaluation, no I/O: owner check, a get(), a list query, \
-            next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), listen (realtime listeners on the engine: \
+            next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), transactions \
+            (read-write transactions on the engine — get and commit of an increment, retried on ABORTED — each client on \
+            its own document and all on one document, next to plain commits), listen (realtime listeners on the engine: \
             commit-to-listener latency with 1, 1,000 and 10,000 Listen streams next to the commit alone, one write \
             to 1,000 listeners of a document, memory per idle stream), listen-grpc (the same latency with 1, 1,000 and \
             10,000 Listen streams over gRPC on the Firestore port, held from an in-process HTTP/2 client), auth-verify, auth-signin, \
@@ -43,8 +45,8 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage.")
-    var phases = "http,grdb,rules,engine,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage.")
+    var phases = "http,grdb,rules,engine,transactions,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
     @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
     var grpcConnections = 4
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
@@ -89,7 +91,7 @@ struct Bench: AsyncParsableCommand {
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
-        guard !selected.isDisjoint(with: ["engine", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage"]) else { return }
+        guard !selected.isDisjoint(with: ["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0]
@@ -105,6 +107,9 @@ struct Bench: AsyncParsableCommand {
             print(try await GRDBBaseline.measure("hearth engine: point get, no HTTP", clients: clients, duration: duration) { i in
                 _ = try await engine.get(db, ResourcePath(["engine", "e\(1 + i % 1000)"]))
             })
+        }
+        if selected.contains("transactions") {
+            try await TransactionBench(engine: engine, clients: clients, duration: duration).run()
         }
         if selected.contains("listen") {
             try await ListenBench(engine: engine, writes: 500).run()

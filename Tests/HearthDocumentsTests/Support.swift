@@ -28,16 +28,19 @@ func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> 
 
 /// Runs a scenario against a fresh engine on the given backend.
 func withHearth(
-    _ backend: Backend, strictIndexes: Bool = false, _ body: (Hearth) async throws -> Void
+    _ backend: Backend, strictIndexes: Bool = false, configure: (inout DocumentEngine.Configuration) -> Void = { _ in },
+    _ body: (Hearth) async throws -> Void
 ) async throws {
+    var configuration = DocumentEngine.Configuration(strictIndexes: strictIndexes)
+    configure(&configuration)
     switch backend {
     case .sqliteInMemory:
-        let engine = try await DocumentEngine(store: try SQLiteDocumentStore.inMemory(), configuration: .init(strictIndexes: strictIndexes))
+        let engine = try await DocumentEngine(store: try SQLiteDocumentStore.inMemory(), configuration: configuration)
         try await body(Hearth(engine: engine))
     case .sqliteFile:
         try await withTemporaryDirectory { dir in
             let store = try SQLiteDocumentStore(path: dir.appendingPathComponent("hearth.sqlite").path)
-            let engine = try await DocumentEngine(store: store, configuration: .init(strictIndexes: strictIndexes))
+            let engine = try await DocumentEngine(store: store, configuration: configuration)
             try await body(Hearth(engine: engine))
         }
     }

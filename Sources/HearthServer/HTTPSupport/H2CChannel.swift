@@ -27,6 +27,10 @@ public struct H2CChannel: ServerChildChannel {
         streams = H2CStreamChannel(responder: responder)
         var configuration = NIOHTTP2Handler.Configuration()
         configuration.connection.controlFrameRateLimit.maximumCount = controlFramesPer30s
+        // grpcio cancels (RST_STREAM) a server-streaming call the client stops reading — the
+        // high-level Firestore client does so for every `get()` (BatchGetDocuments) — so a
+        // busy channel sends one reset per transaction: allow as many as control frames.
+        configuration.stream.streamResetFrameRateLimit.maximumCount = controlFramesPer30s
         self.configuration = configuration
     }
 
