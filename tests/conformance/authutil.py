@@ -4,10 +4,12 @@ service accounts made by the CLI, raw Identity Toolkit calls, and hash builders 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,23 @@ def firebase_scrypt(password: bytes, salt: bytes, signer_key: bytes, separator: 
     key = hashlib.scrypt(password, salt=salt + separator, n=2 ** mem_cost, r=rounds, p=1, dklen=32, maxmem=2 ** 28)
     enc = Cipher(algorithms.AES(key), modes.CTR(b"\0" * 16)).encryptor()
     return enc.update(signer_key) + enc.finalize()
+
+
+@contextlib.contextmanager
+def admin_app(server, label: str):
+    """A firebase-admin app on `server`'s auth port (FIREBASE_AUTH_EMULATOR_HOST, restored after),
+    with the server's own service account."""
+    import firebase_admin
+    from firebase_admin import credentials
+    previous = os.environ.get("FIREBASE_AUTH_EMULATOR_HOST")
+    os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = f"127.0.0.1:{server.auth_port}"
+    app = firebase_admin.initialize_app(credentials.Certificate(server.service_account), {"projectId": PROJECT},
+                                        name=f"{label}-{uuid.uuid4().hex}")
+    try:
+        yield app
+    finally:
+        firebase_admin.delete_app(app)
+        if previous is None:
+            os.environ.pop("FIREBASE_AUTH_EMULATOR_HOST", None)
+        else:
+            os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = previous

@@ -14,11 +14,10 @@ import urllib.parse
 import uuid
 
 import bcrypt
-import firebase_admin
 import pytest
-from firebase_admin import auth, credentials
+from firebase_admin import auth
 
-from authutil import AuthRest, expect_error, firebase_scrypt, jwt_payload, start
+from authutil import admin_app, AuthRest, expect_error, firebase_scrypt, jwt_payload, start
 from conftest import PROJECT
 
 pytestmark = pytest.mark.hearth_only(reason="Firebase Auth is served by Hearth, not by the Firestore emulator")
@@ -33,16 +32,8 @@ def hearth_auth(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def app(hearth_auth):
-    previous = os.environ.get("FIREBASE_AUTH_EMULATOR_HOST")
-    os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = f"127.0.0.1:{hearth_auth.auth_port}"
-    cred = credentials.Certificate(hearth_auth.service_account)
-    a = firebase_admin.initialize_app(cred, {"projectId": PROJECT}, name=f"hearth-{uuid.uuid4().hex}")
-    yield a
-    firebase_admin.delete_app(a)
-    if previous is None:
-        os.environ.pop("FIREBASE_AUTH_EMULATOR_HOST", None)
-    else:
-        os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = previous
+    with admin_app(hearth_auth, "hearth") as a:
+        yield a
 
 
 @pytest.fixture

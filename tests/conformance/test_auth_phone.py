@@ -6,16 +6,14 @@ the outbox."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 import uuid
 
-import firebase_admin
 import pytest
-from firebase_admin import auth, credentials
+from firebase_admin import auth
 
-from authutil import V1, AuthRest, expect_error, start
+from authutil import admin_app, V1, AuthRest, expect_error, start
 from conftest import PROJECT
 
 pytestmark = pytest.mark.hearth_only(reason="Firebase Auth is served by Hearth, not by the Firestore emulator")
@@ -30,16 +28,8 @@ def hearth_auth(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def app(hearth_auth):
-    previous = os.environ.get("FIREBASE_AUTH_EMULATOR_HOST")
-    os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = f"127.0.0.1:{hearth_auth.auth_port}"
-    a = firebase_admin.initialize_app(credentials.Certificate(hearth_auth.service_account), {"projectId": PROJECT},
-                                      name=f"phone-{uuid.uuid4().hex}")
-    yield a
-    firebase_admin.delete_app(a)
-    if previous is None:
-        os.environ.pop("FIREBASE_AUTH_EMULATOR_HOST", None)
-    else:
-        os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = previous
+    with admin_app(hearth_auth, "phone") as a:
+        yield a
 
 
 @pytest.fixture
