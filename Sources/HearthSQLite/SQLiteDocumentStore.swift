@@ -15,6 +15,8 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
     private let queue = DispatchQueue(label: "hearth.sqlite.writer", qos: .userInitiated)
     private let pending = Mutex<PendingWrites>(PendingWrites())
     private let historyRetentionMicros: Int64
+    /// Copies the WAL into the database beside the writer (path-based stores only).
+    private let checkpointer: WALCheckpointer?
 
     struct PendingWrites {
         var jobs: [WriteJob] = []
@@ -53,7 +55,7 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
         config.busyMode = .timeout(10)
         config.maximumReaderCount = 8
         let pool = try DatabasePool(path: path, configuration: config)
-        try self.init(writer: pool, historyRetentionMicros: historyRetentionMicros)
+        try self.init(writer: pool, historyRetentionMicros: historyRetentionMicros, checkpointer: try WALCheckpointer(path: path))
     }
 
     /// An in-memory database (tests).
@@ -61,9 +63,14 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
         try SQLiteDocumentStore(writer: DatabaseQueue(), historyRetentionMicros: 3_600_000_000)
     }
 
-    public init(writer: any DatabaseWriter, historyRetentionMicros: Int64 = 3_600_000_000) throws {
+    public convenience init(writer: any DatabaseWriter, historyRetentionMicros: Int64 = 3_600_000_000) throws {
+        try self.init(writer: writer, historyRetentionMicros: historyRetentionMicros, checkpointer: nil)
+    }
+
+    private init(writer: any DatabaseWriter, historyRetentionMicros: Int64, checkpointer: WALCheckpointer?) throws {
         self.writer = writer
         self.historyRetentionMicros = historyRetentionMicros
+        self.checkpointer = checkpointer
         try Self.migrator.migrate(writer)
     }
 
@@ -156,4 +163,29 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
             }
         }
     }
+}
+
+/// Checkpoints the WAL from a connection of its own, every 50 ms, while the group-commit writer
+/// goes on appending: a PASSIVE checkpoint copies the frames committed so far without blocking
+/// writers or readers. SQLite's own auto-checkpoint, which runs inside the writer and stalls
+/// every waiting commit, then finds most frames already copied.
+final class WALCheckpointer: Sendable {
+    private let connection: DatabaseQueue
+    private nonisolated(unsafe) let timer: any DispatchSourceTimer  // set up once, then only cancelled
+
+    init(path: String, interval: DispatchTimeInterval = .milliseconds(50)) throws {
+        var config = Configuration()
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        config.label = "hearth.sqlite.checkpointer"
+        connection = try DatabaseQueue(path: path, configuration: config)
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "hearth.sqlite.checkpoint", qos: .utility))
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(10))
+        timer.setEventHandler { [connection] in
+            // Busy (another checkpoint running) or failed: the next tick, or the writer's own, does it.
+            try? connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+        }
+        timer.resume()
+    }
+
+    deinit { timer.cancel() }
 }
