@@ -22,6 +22,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from conftest import HearthServer, TARGET
+from rawhttp import read_response
 
 pytestmark = pytest.mark.hearth_only("the S3 API is served by Hearth")
 
@@ -424,42 +425,6 @@ def test_presigned_post_signature_v2_unknown_key_in_production(production):
     assert r.status_code == 204, r.text
 
 
-def raw_response(sock, timeout=20.0):
-    sock.settimeout(timeout)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, f"connection closed before a response: {data!r}"
-        data += chunk
-    head, rest = data.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
-    if status == 100:
-        sock2 = _Prefixed(sock, rest)
-        return raw_response(sock2, timeout)
-    length = int(headers.get("content-length", "0"))
-    while len(rest) < length:
-        chunk = sock.recv(65536)
-        assert chunk, "connection closed inside the response body"
-        rest += chunk
-    return status, headers, rest[:length]
-
-
-class _Prefixed:
-    def __init__(self, sock, buf):
-        self.sock, self.buf = sock, buf
-
-    def settimeout(self, t):
-        self.sock.settimeout(t)
-
-    def recv(self, n):
-        if self.buf:
-            b, self.buf = self.buf, b""
-            return b
-        return self.sock.recv(n)
-
-
 @pytest.mark.parametrize("expect", [False, True])
 def test_body_over_the_size_limit_is_refused_before_it_is_sent(hearth, s3, bucket, expect):
     """A PUT declaring more than S3's 5 GiB single-PUT limit: EntityTooLarge from the headers
@@ -472,7 +437,7 @@ def test_body_over_the_size_limit_is_refused_before_it_is_sent(hearth, s3, bucke
         sock.sendall(head.encode())
         sock.settimeout(20)
         assert not sock.recv(12, socket.MSG_PEEK).startswith(b"HTTP/1.1 100")  # no body is asked for
-        status, headers, body = raw_response(sock)
+        status, headers, body = read_response(sock)
         assert status == 400 and b"<Code>EntityTooLarge</Code>" in body, body
         ET.fromstring(body)
         assert headers.get("connection") == "close"

@@ -19,6 +19,8 @@ import uuid
 import pytest
 import requests
 
+from rawhttp import read_response
+
 pytestmark = pytest.mark.hearth_only("Firebase Storage is served by Hearth; Google's Firestore emulator has no storage port")
 
 BUCKET = "demo-hearth.appspot.com"
@@ -401,44 +403,6 @@ service firebase.storage {
   }
 }
 """
-
-
-def read_response(sock, timeout=20.0) -> tuple[int, dict, bytes]:
-    """Reads one HTTP/1.1 response (status, lower-cased headers, body) from a raw socket."""
-    sock.settimeout(timeout)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, f"connection closed before a response: {data!r}"
-        data += chunk
-    head, rest = data.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
-    if status == 100:
-        return read_response_after(sock, rest, timeout)
-    length = int(headers.get("content-length", "0"))
-    while len(rest) < length:
-        chunk = sock.recv(65536)
-        assert chunk, "connection closed inside the response body"
-        rest += chunk
-    return status, headers, rest[:length]
-
-
-def read_response_after(sock, already: bytes, timeout: float):
-    class Prefixed:
-        def __init__(self):
-            self.buf = already
-
-        def settimeout(self, t):
-            sock.settimeout(t)
-
-        def recv(self, n):
-            if self.buf:
-                b, self.buf = self.buf, b""
-                return b
-            return sock.recv(n)
-    return read_response(Prefixed(), timeout)
 
 
 def wait_closed(sock, timeout=20.0) -> bool:
