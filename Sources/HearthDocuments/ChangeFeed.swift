@@ -31,11 +31,12 @@ public protocol ChangeFeedSubscriber: Sendable {
 
 /// The engine's change feed: every durable commit, exactly once, in commit-time order.
 ///
-/// Commit times are taken inside the store's serialized writer, so they order commits; but
-/// the callers learn that their commit is durable in any order. A commit therefore reserves
-/// its time from inside the writer (``reserve(_:)``), and after the store answers it either
-/// publishes its changes or abandons the reservation (the body threw, or the group commit
-/// failed). The feed hands batches on only when every earlier reservation is settled, so
+/// A commit takes its time before it is planned (transforms and the rules' `request.time`
+/// use it), holding exclusive locks on the documents it writes; commits of other documents
+/// may become durable in another order, and callers learn that their commit is durable in any
+/// order. A commit therefore reserves its time (``reserve(_:)``), and after the store answers
+/// it either publishes its changes or abandons the reservation (planning, the rules or the
+/// store refused it, or the group commit failed). The feed hands batches on only when every earlier reservation is settled, so
 /// subscribers see commits in order with no gaps and nothing that was not made durable.
 public final class ChangeFeed: Sendable {
     struct Slot {
@@ -74,7 +75,7 @@ public final class ChangeFeed: Sendable {
         state.withLock { $0.subscribers.append(subscriber) }
     }
 
-    /// Takes a commit time from `clock` and reserves it; called inside the store's writer.
+    /// Takes a commit time from `clock` and reserves it, before the commit is planned.
     /// Both happen under the feed's lock, so ``advanceIfIdle(_:)`` never passes a commit
     /// whose time was taken but not yet reserved.
     func reserve(_ clock: CommitClock) -> Timestamp {
@@ -145,9 +146,4 @@ extension DocumentEngine {
         }
         return out
     }
-}
-
-/// Remembers the commit time a store body reserved, so the caller can settle it.
-final class ReservedTime: Sendable {
-    let time = Mutex<Timestamp?>(nil)
 }

@@ -302,36 +302,14 @@ extension DocumentEngine {
         }
     }
 
-    /// Adds a composite index and back-fills its entries from the existing documents.
+    /// Adds a composite index and back-fills its entries from the existing documents. Commits
+    /// planned with the indexes known before are refused by the store and planned again.
     public func createIndex(_ proposed: IndexDefinition) async throws {
-        let db = proposed.database
-        let created: IndexDefinition? = try await store.write { [self] w in
-            let existing = try w.indexDefinitions()
-            if existing.contains(where: { $0.database == db && $0.collectionGroup == proposed.collectionGroup && $0.groupScope == proposed.groupScope && $0.fields == proposed.fields }) {
-                return nil
-            }
-            var def = proposed
-            def.id = (existing.map(\.id).max() ?? 15) + 1
-            try w.saveIndexDefinition(def)
-            var batch: [IndexEntry] = []
-            try w.scanDocuments(db, .group(def.collectionGroup), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
-                batch += IndexEntries.composite(doc, def)
-                if batch.count >= 1000 {
-                    try w.insertIndexEntries(db, batch)
-                    batch.removeAll(keepingCapacity: true)
-                }
-                return true
-            }
-            try w.insertIndexEntries(db, batch)
-            self.indexes.withLock { $0[db, default: []].append(def) }
-            return def
-        }
+        let created = try await store.createIndex(proposed) { doc, def in IndexEntries.composite(doc, def) }
+        // Ours, or one another writer created first: the cache follows storage.
+        try await reloadIndexes()
         if let created {
             logger.notice("created composite index", metadata: ["index": "\(created.summary)", "automatic": "\(created.automatic)"])
-        } else {
-            // Another writer created it first; refresh the cache from storage.
-            let defs = try await store.read { r in try r.indexDefinitions() }
-            indexes.withLock { $0 = Dictionary(grouping: defs, by: \.database) }
         }
     }
 

@@ -197,52 +197,134 @@ public final class DocumentEngine: Sendable {
         }
     }
 
-    /// The commit itself, its locks (if any) held: one closure in the store's group commit.
+    /// How often a commit is planned again when something it read changed before the store
+    /// applied it (documents the rules read, composite indexes added meanwhile).
+    static let maxPlanAttempts = 8
+
+    static let contention = HearthError(.aborted, "Too much contention on these documents. Please try again.")
+
+    /// The commit itself, its locks (if any) held: plan → judge → apply.
+    ///
+    /// Without an authorizer the plan is made inside the store's transaction from the documents
+    /// it finds (one job of SQLite's group commit, as before). With one, the documents are read
+    /// first, the writes planned and judged by the rules (which may read documents, holding no
+    /// database lock), and the store applies the judged plan only if every document the plan and
+    /// the rules read is unchanged; otherwise the commit is planned and judged again.
     func apply(
         _ database: DatabaseName, _ writes: [Write], check: TransactionCheck?, authorizer: (any WriteAuthorizer)?
     ) async throws -> CommitResult {
         let db = database.database
-        let ticket = cache.beginWrite(db, writes.map(\.path))
-        let reserved = ReservedTime()
-        let result: CommitResult
-        let changes: [DocumentChange]
-        do {
-            (result, changes) = try await store.write { [self] w in
-                if let check { try self.verify(check, database, w) }
-                let time = self.feed.reserve(self.clock)
-                reserved.time.withLock { $0 = time }
-                var before: [ResourcePath: Document?] = [:]
-                var after: [ResourcePath: Document?] = [:]
-                var plans: [PlannedWrite] = []
-                plans.reserveCapacity(writes.count)
-                for write in writes {
-                    let current: Document? = try after[write.path] ?? w.document(db, write.path)
-                    if before[write.path] == nil { before[write.path] = .some(current) }
-                    let plan = try self.plan(write, database, time, current: current)
-                    after[write.path] = .some(plan.after)
-                    plans.append(plan)
+        let paths = Self.distinct(writes.map(\.path))
+        if let check { try await verifyQueries(check, database) }
+        let transactionReads = check.map { check in
+            check.reads.map { DocumentExpectation(database: db, path: $0.key, updateTime: $0.value) }
+        } ?? []
+        var attempt = 0
+        while true {
+            attempt += 1
+            // Judged commits read what they write before planning (from the cache where it can:
+            // the documents are locked, and the store checks them again).
+            var stored: [ResourcePath: Document?]?
+            if authorizer != nil { stored = Dictionary(uniqueKeysWithValues: zip(paths, try await latestDocuments(db, paths))) }
+            let ticket = cache.beginWrite(db, writes.map(\.path))
+            let time = feed.reserve(clock)
+            let (defs, indexVersion) = indexSnapshot(db)
+            let outcome: (CommitResult, [DocumentChange])
+            do {
+                var expectations = transactionReads
+                var judged: CommitPlan?
+                if let authorizer, let stored {
+                    let planned = try plan(writes, database, time, stored: stored)
+                    let changes = planned.plans.enumerated().map { i, p in
+                        DocumentChange(path: p.write.path, before: p.current, after: p.after, index: i)
+                    }
+                    let peek = CommitPeek(engine: self, database: db, before: planned.before, after: planned.after)
+                    try await authorizer.authorize(changes, database: database, time: time, documents: peek)
+                    if let failed = planned.plans.lazy.compactMap(\.preconditionFailure).first { throw failed }
+                    expectations += peek.expectations
+                    judged = planned
                 }
-                if let authorizer {
-                    let changes = plans.enumerated().map { i, p in DocumentChange(path: p.write.path, before: p.current, after: p.after, index: i) }
-                    try authorizer.authorize(
-                        changes, database: database, time: time, documents: CommitPeek(writer: w, database: db, before: before, after: after))
+                let request = DocumentCommitRequest(
+                    database: db, time: time, writing: paths, expectations: expectations, indexVersion: indexVersion)
+                outcome = try await store.commit(request) { [self, judged, stored] current in
+                    let found = Dictionary(uniqueKeysWithValues: zip(paths, current))
+                    let planned: CommitPlan
+                    if let judged, let stored {
+                        // The rules judged these states; if one changed since, plan and judge again.
+                        for path in paths where found[path]??.updateTime != stored[path]??.updateTime {
+                            throw DocumentStoreConflict.document(database: db, path: path)
+                        }
+                        planned = judged
+                    } else {
+                        planned = try self.plan(writes, database, time, stored: found)
+                        if let failed = planned.plans.lazy.compactMap(\.preconditionFailure).first { throw failed }
+                    }
+                    return (
+                        planned.plans.compactMap { Self.mutation($0, defs) },
+                        (
+                            CommitResult(commitTime: time, writeResults: planned.plans.map(\.result)),
+                            Self.netChanges(writes.map(\.path), before: planned.before, after: planned.after)
+                        )
+                    )
                 }
-                if let failed = plans.lazy.compactMap(\.preconditionFailure).first { throw failed }
-                for plan in plans { try self.persist(plan, db, time, w) }
-                try w.setLastCommitTime(time)
-                return (
-                    CommitResult(commitTime: time, writeResults: plans.map(\.result)),
-                    Self.netChanges(writes.map(\.path), before: before, after: after)
-                )
+            } catch let conflict as DocumentStoreConflict {
+                cache.abortWrite(ticket)
+                feed.abandon(time)
+                if case .document(let conflicted, let path) = conflict, conflicted == db, let check, check.reads[path] != nil {
+                    throw HearthError(
+                        .aborted,
+                        "Transaction aborted: the document \(path.text) was modified by another transaction after it was read; retry the transaction.")
+                }
+                if attempt >= Self.maxPlanAttempts { throw Self.contention }
+                if conflict == .indexes { try await reloadIndexes() }
+                continue
+            } catch {
+                cache.abortWrite(ticket)
+                feed.abandon(time)
+                throw error
             }
-        } catch {
-            cache.abortWrite(ticket)
-            if let time = reserved.time.withLock({ $0 }) { feed.abandon(time) }
-            throw error
+            let (result, changes) = outcome
+            cache.committed(ticket, zip(writes, result.writeResults).map { ($0.path, $1.document) }, at: result.commitTime)
+            feed.publish(CommittedChanges(database: db, commitTime: result.commitTime, changes: changes))
+            return result
         }
-        cache.committed(ticket, zip(writes, result.writeResults).map { ($0.path, $1.document) }, at: result.commitTime)
-        feed.publish(CommittedChanges(database: db, commitTime: result.commitTime, changes: changes))
-        return result
+    }
+
+    /// The writes of a commit planned one after another (a later write to a document sees the
+    /// earlier ones), from the stored state of every document they write.
+    struct CommitPlan: Sendable {
+        var plans: [PlannedWrite] = []
+        var before: [ResourcePath: Document?] = [:]
+        var after: [ResourcePath: Document?] = [:]
+    }
+
+    func plan(_ writes: [Write], _ database: DatabaseName, _ time: Timestamp, stored: [ResourcePath: Document?]) throws(HearthError) -> CommitPlan {
+        var planned = CommitPlan()
+        planned.plans.reserveCapacity(writes.count)
+        for write in writes {
+            let current: Document? = planned.after[write.path] ?? stored[write.path] ?? nil
+            if planned.before[write.path] == nil { planned.before[write.path] = .some(current) }
+            let plan = try plan(write, database, time, current: current)
+            planned.after[write.path] = .some(plan.after)
+            planned.plans.append(plan)
+        }
+        return planned
+    }
+
+    /// Each path once, in first-seen order.
+    static func distinct(_ paths: [ResourcePath]) -> [ResourcePath] {
+        var seen = Set<ResourcePath>()
+        return paths.filter { seen.insert($0).inserted }
+    }
+
+    /// The latest stored state of documents (from the cache where it has them) — what the
+    /// security rules' `get()`/`exists()` read around reads and writes.
+    public func latestDocuments(_ database: String, _ paths: [ResourcePath]) async throws -> [Document?] {
+        if let cached = cachedDocuments(database, paths) { return cached }
+        let epoch = cache.beginRead()
+        let docs = try await store.read { r in try paths.map { try r.document(database, $0) } }
+        cache.fill(database, Array(zip(paths, docs)), epoch: epoch)
+        return docs
     }
 
     /// Applies writes independently (non-atomic): each succeeds or fails on its own, and
@@ -265,58 +347,108 @@ public final class DocumentEngine: Sendable {
         }
     }
 
+    /// A batch write planned (and, with rules, judged) write by write: what each did.
+    struct BatchPlan: Sendable {
+        var outcomes: [BatchWriteOutcome] = []
+        var applied: [PlannedWrite] = []
+        var before: [ResourcePath: Document?] = [:]
+        var after: [ResourcePath: Document?] = [:]
+        var expectations: [DocumentExpectation] = []
+
+        mutating func record(_ plan: PlannedWrite) {
+            outcomes.append(.success(plan.result))
+            applied.append(plan)
+            if before[plan.write.path] == nil { before[plan.write.path] = .some(plan.current) }
+            after[plan.write.path] = .some(plan.after)
+        }
+    }
+
+    /// Plans each write alone (a failing one is left out); with an authorizer, judges each alone.
+    func planBatch(
+        _ writes: [Write], _ database: DatabaseName, _ time: Timestamp, stored: [ResourcePath: Document?]
+    ) throws(HearthError) -> BatchPlan {
+        var batch = BatchPlan()
+        for write in writes {
+            do throws(HearthError) {
+                try validate(write)
+                let current: Document? = batch.after[write.path] ?? stored[write.path] ?? nil
+                let plan = try plan(write, database, time, current: current)
+                if let failed = plan.preconditionFailure { throw failed }
+                batch.record(plan)
+            } catch {
+                batch.outcomes.append(.failure(error))
+            }
+        }
+        return batch
+    }
+
     func applyIndependently(
         _ database: DatabaseName, _ writes: [Write], authorizer: (any WriteAuthorizer)?
     ) async throws -> (outcomes: [BatchWriteOutcome], commitTime: Timestamp) {
         let db = database.database
-        let ticket = cache.beginWrite(db, writes.map(\.path))
-        let reserved = ReservedTime()
-        let result: ([BatchWriteOutcome], Timestamp)
-        let changes: [DocumentChange]
-        do {
-            (result, changes) = try await store.write { [self] w in
-                let time = self.feed.reserve(self.clock)
-                reserved.time.withLock { $0 = time }
-                var outcomes: [BatchWriteOutcome] = []
-                var order: [ResourcePath] = []
-                var before: [ResourcePath: Document?] = [:]
-                var after: [ResourcePath: Document?] = [:]
-                for (i, write) in writes.enumerated() {
-                    do {
-                        try self.validate(write)
-                        let current = try w.document(db, write.path)
-                        let plan = try self.plan(write, database, time, current: current)
-                        if let authorizer {
-                            let peek = CommitPeek(writer: w, database: db, before: [write.path: current], after: [write.path: plan.after])
-                            try authorizer.authorize(
+        let paths = Self.distinct(writes.map(\.path))
+        var attempt = 0
+        while true {
+            attempt += 1
+            var stored: [ResourcePath: Document?]?
+            if authorizer != nil { stored = Dictionary(uniqueKeysWithValues: zip(paths, try await latestDocuments(db, paths))) }
+            let ticket = cache.beginWrite(db, writes.map(\.path))
+            let time = feed.reserve(clock)
+            let (defs, indexVersion) = indexSnapshot(db)
+            let batch: BatchPlan
+            do {
+                var judged: BatchPlan?
+                if let authorizer, let stored {
+                    var planned = BatchPlan()
+                    for (i, write) in writes.enumerated() {
+                        do throws(HearthError) {
+                            try validate(write)
+                            let current: Document? = planned.after[write.path] ?? stored[write.path] ?? nil
+                            let plan = try plan(write, database, time, current: current)
+                            let peek = CommitPeek(engine: self, database: db, before: [write.path: current], after: [write.path: plan.after])
+                            try await authorizer.authorize(
                                 [DocumentChange(path: write.path, before: current, after: plan.after, index: i)], database: database,
                                 time: time, documents: peek)
+                            if let failed = plan.preconditionFailure { throw failed }
+                            planned.expectations += peek.expectations
+                            planned.record(plan)
+                        } catch {
+                            planned.outcomes.append(.failure(error))
                         }
-                        if let failed = plan.preconditionFailure { throw failed }
-                        try self.persist(plan, db, time, w)
-                        outcomes.append(.success(plan.result))
-                        order.append(write.path)
-                        if before[write.path] == nil { before[write.path] = .some(current) }
-                        after[write.path] = .some(plan.after)
-                    } catch let e as HearthError {
-                        outcomes.append(.failure(e))
                     }
+                    judged = planned
                 }
-                try w.setLastCommitTime(time)
-                return ((outcomes, time), Self.netChanges(order, before: before, after: after))
+                let request = DocumentCommitRequest(
+                    database: db, time: time, writing: paths, expectations: judged?.expectations ?? [], indexVersion: indexVersion)
+                batch = try await store.commit(request) { [self, judged, stored] current in
+                    let found = Dictionary(uniqueKeysWithValues: zip(paths, current))
+                    let planned: BatchPlan
+                    if let judged, let stored {
+                        for path in paths where found[path]??.updateTime != stored[path]??.updateTime {
+                            throw DocumentStoreConflict.document(database: db, path: path)
+                        }
+                        planned = judged
+                    } else {
+                        planned = try self.planBatch(writes, database, time, stored: found)
+                    }
+                    return (planned.applied.compactMap { Self.mutation($0, defs) }, planned)
+                }
+            } catch let conflict as DocumentStoreConflict {
+                cache.abortWrite(ticket)
+                feed.abandon(time)
+                if attempt >= Self.maxPlanAttempts { throw Self.contention }
+                if conflict == .indexes { try await reloadIndexes() }
+                continue
+            } catch {
+                cache.abortWrite(ticket)
+                feed.abandon(time)
+                throw error
             }
-        } catch {
-            cache.abortWrite(ticket)
-            if let time = reserved.time.withLock({ $0 }) { feed.abandon(time) }
-            throw error
+            let order = batch.applied.map(\.write.path)
+            feed.publish(CommittedChanges(database: db, commitTime: time, changes: Self.netChanges(order, before: batch.before, after: batch.after)))
+            cache.committed(ticket, batch.applied.map { ($0.write.path, $0.result.document) }, at: time)
+            return (batch.outcomes, time)
         }
-        feed.publish(CommittedChanges(database: db, commitTime: result.1, changes: changes))
-        var changed: [(ResourcePath, Document?)] = []
-        for (write, outcome) in zip(writes, result.0) {
-            if case .success(let r) = outcome { changed.append((write.path, r.document)) }
-        }
-        cache.committed(ticket, changed, at: result.1)
-        return (result.0, result.1)
     }
 
     func validate(_ write: Write) throws(HearthError) {
@@ -345,7 +477,7 @@ public final class DocumentEngine: Sendable {
     }
 
     /// What one write will do, worked out before anything is stored.
-    struct PlannedWrite {
+    struct PlannedWrite: Sendable {
         var write: Write
         var current: Document?
         var after: Document?
@@ -411,35 +543,38 @@ public final class DocumentEngine: Sendable {
             preconditionFailure: failure)
     }
 
-    /// Stores a planned write: the document, its index entries and the history it replaces.
-    func persist(_ plan: PlannedWrite, _ db: String, _ time: Timestamp, _ w: any DocumentWriter) throws {
-        guard plan.changes else { return }
-        let defs = compositeIndexes(db)
-        if let doc = plan.after {
-            try w.put(db, doc, entries: IndexEntries.all(doc, defs), oldEntries: plan.current.map { IndexEntries.all($0, defs) } ?? [])
-        } else if let current = plan.current {
-            try w.delete(db, plan.write.path, oldEntries: IndexEntries.all(current, defs))
-        }
-        try w.recordHistory(db, plan.write.path, previous: plan.current, until: time)
+    /// What the store must do for a planned write: the document, its index entries (replacing
+    /// the old document's) and the history it replaces; nil when the write changes nothing.
+    static func mutation(_ plan: PlannedWrite, _ defs: [IndexDefinition]) -> DocumentMutation? {
+        guard plan.changes else { return nil }
+        let oldEntries = plan.current.map { IndexEntries.all($0, defs) } ?? []
+        return DocumentMutation(
+            path: plan.write.path, document: plan.after, entries: plan.after.map { IndexEntries.all($0, defs) } ?? [],
+            oldEntries: oldEntries, previous: plan.current)
+    }
+
+    /// The composite indexes of a database and the highest index id known (15: none yet).
+    func indexSnapshot(_ db: String) -> ([IndexDefinition], Int) {
+        // Composite ids start at 16.
+        indexes.withLock { all in (all[db] ?? [], all.values.joined().map { Int($0.id) }.max() ?? 15) }
+    }
+
+    /// Reads the composite index definitions again (another writer added one).
+    func reloadIndexes() async throws {
+        let defs = try await store.read { r in try r.indexDefinitions() }
+        indexes.withLock { $0 = Dictionary(grouping: defs, by: \.database) }
     }
 
     /// Removes every document of a database (the emulator's clear endpoint).
     public func clear(_ database: DatabaseName) async throws {
         let db = database.database
         let ticket = cache.beginWrite(db, nil)
-        let reserved = ReservedTime()
-        let time: Timestamp
+        let time = feed.reserve(clock)
         do {
-            time = try await store.write { [self] w in
-                let time = self.feed.reserve(self.clock)
-                reserved.time.withLock { $0 = time }
-                try w.clearDatabase(db)
-                try w.setLastCommitTime(time)
-                return time
-            }
+            try await store.clear(db, time: time)
         } catch {
             cache.abortWrite(ticket)
-            if let time = reserved.time.withLock({ $0 }) { feed.abandon(time) }
+            feed.abandon(time)
             throw error
         }
         cache.cleared(ticket)

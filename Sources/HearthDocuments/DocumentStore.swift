@@ -78,25 +78,112 @@ public protocol DocumentReader {
     func lastCommitTime() throws -> Timestamp?
 }
 
-/// Write access inside one atomic, durable transaction.
-public protocol DocumentWriter: DocumentReader {
-    /// Stores a document (insert or replace) with its new index entries, removing `oldEntries`.
-    func put(_ database: String, _ document: Document, entries: [IndexEntry], oldEntries: [IndexEntry]) throws
-    func delete(_ database: String, _ path: ResourcePath, oldEntries: [IndexEntry]) throws
-    /// Keeps the previous state of a document for reads at a past time.
-    func recordHistory(_ database: String, _ path: ResourcePath, previous: Document?, until: Timestamp) throws
-    func insertIndexEntries(_ database: String, _ entries: [IndexEntry]) throws
-    func saveIndexDefinition(_ definition: IndexDefinition) throws
-    func setLastCommitTime(_ time: Timestamp) throws
-    /// Removes every document of a database (the emulator's clear endpoint).
-    func clearDatabase(_ database: String) throws
-    /// All databases that hold documents.
-    func databases() throws -> [String]
+/// A document a commit's plan (or the security rules judging it) read, as it was then: the
+/// store applies the commit only if the document still has this update time (nil: still missing).
+public struct DocumentExpectation: Sendable, Hashable {
+    public var database: String
+    public var path: ResourcePath
+    public var updateTime: Timestamp?
+
+    public init(database: String, path: ResourcePath, updateTime: Timestamp?) {
+        self.database = database
+        self.path = path
+        self.updateTime = updateTime
+    }
 }
 
-/// The persistence an engine runs on. Reads see a consistent snapshot; writes are serialized,
-/// atomic and durable before they return (implementations may group several into one commit).
+/// One document change of a commit, fully worked out by the engine: the store only stores it.
+public struct DocumentMutation: Sendable {
+    public var path: ResourcePath
+    /// The new state (nil: delete the document).
+    public var document: Document?
+    /// The document's index entries after the change, and before it (the store replaces the
+    /// old ones by the new ones).
+    public var entries: [IndexEntry]
+    public var oldEntries: [IndexEntry]
+    /// The state the change replaces, kept in the history (until the commit time) for reads
+    /// at a past time.
+    public var previous: Document?
+
+    public init(path: ResourcePath, document: Document?, entries: [IndexEntry], oldEntries: [IndexEntry], previous: Document?) {
+        self.path = path
+        self.document = document
+        self.entries = entries
+        self.oldEntries = oldEntries
+        self.previous = previous
+    }
+}
+
+/// What a commit asks of the store besides its mutations.
+public struct DocumentCommitRequest: Sendable {
+    /// The database (`(default)` or a named one) the commit writes.
+    public var database: String
+    /// The commit time (taken from the engine's ``CommitClock`` before planning: transforms
+    /// and the rules' `request.time` use it). The store records history rows at this time and
+    /// raises its last commit time to at least it.
+    public var time: Timestamp
+    /// The documents the commit writes; the store reads them inside its transaction and hands
+    /// their current states to the plan, in this order.
+    public var writing: [ResourcePath]
+    /// Documents read while planning and judging, that must be unchanged.
+    public var expectations: [DocumentExpectation]
+    /// The highest composite index id the plan computed index entries with (15: none yet).
+    /// A store whose indexes have moved on refuses the commit (``DocumentStoreConflict/indexes``).
+    public var indexVersion: Int
+
+    public init(database: String, time: Timestamp, writing: [ResourcePath], expectations: [DocumentExpectation], indexVersion: Int) {
+        self.database = database
+        self.time = time
+        self.writing = writing
+        self.expectations = expectations
+        self.indexVersion = indexVersion
+    }
+}
+
+/// A store refused a commit because what it was planned on has changed; nothing was applied.
+/// The engine plans again (or, for a transaction's own reads, aborts it).
+public enum DocumentStoreConflict: Error, Sendable, Equatable {
+    /// A document of ``DocumentCommitRequest/expectations`` has another update time now.
+    case document(database: String, path: ResourcePath)
+    /// Composite indexes were added since the plan was made.
+    case indexes
+}
+
+/// The persistence an engine runs on — the seam every backend implements (SQLite today,
+/// PostgreSQL next). Reads see a consistent snapshot. A commit is planned and judged by the
+/// engine *before* it reaches the store (so the security rules may read documents
+/// asynchronously, and no database lock is held while they do); the store then applies it
+/// atomically and durably, checking inside its own transaction that everything the plan read
+/// is unchanged. Implementations may group several commits into one storage transaction.
+/// Nothing here holds a lock across an `await`: every callback the store makes is synchronous
+/// and pure (no I/O).
 public protocol DocumentStore: Sendable {
+    /// Runs `body` over one consistent snapshot.
     func read<T: Sendable>(_ body: @escaping @Sendable (any DocumentReader) throws -> T) async throws -> T
-    func write<T: Sendable>(_ body: @escaping @Sendable (any DocumentWriter) throws -> T) async throws -> T
+
+    /// Applies one commit, atomically and durably before it returns. Inside its transaction
+    /// the store, in this order:
+    /// 1. checks ``DocumentCommitRequest/indexVersion`` (else throws ``DocumentStoreConflict/indexes``)
+    ///    and every expectation (else throws ``DocumentStoreConflict/document(database:path:)``);
+    /// 2. reads the current state of every document of ``DocumentCommitRequest/writing`` and
+    ///    calls `plan` with them (same order) — a pure, synchronous function that returns the
+    ///    mutations and the caller's result, or throws to apply nothing;
+    /// 3. stores each mutation (the document, its index entries, a history row with the previous
+    ///    state until the commit time) and raises the last commit time to at least the commit's.
+    /// Any error leaves the data unchanged.
+    func commit<T: Sendable>(
+        _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?]) throws -> ([DocumentMutation], T)
+    ) async throws -> T
+
+    /// Adds a composite index unless an equal one (same database, collection group, scope and
+    /// fields) exists — then returns nil — giving it the next id (16 and up), and back-fills its
+    /// entries for every document of its collection group (`entries` is pure), atomically with
+    /// respect to commits.
+    func createIndex(
+        _ proposed: IndexDefinition, entries: @escaping @Sendable (Document, IndexDefinition) -> [IndexEntry]
+    ) async throws -> IndexDefinition?
+
+    /// Removes every document (with its index entries and history) of a database, and raises
+    /// the last commit time to at least `time` (the emulator's clear endpoint).
+    func clear(_ database: String, time: Timestamp) async throws
 }

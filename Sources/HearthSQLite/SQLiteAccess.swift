@@ -5,7 +5,7 @@ import Foundation
 
 /// Reader and writer over one GRDB connection, inside a read or write transaction.
 /// All SQL uses bound parameters; statements are cached per connection.
-struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
+struct SQLiteAccess: DocumentReader, DocumentHistoryReader {
     let db: Database
 
     static func data(_ bytes: [UInt8]) -> Data { Data(bytes) }
@@ -22,6 +22,18 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
         guard let row = try Row.fetchOne(stmt, arguments: [database, path.parent.text, Self.data(IndexKey.encodePath(path))])
         else { return nil }
         return try decodeDocument(path: path, data: row[0], create: row[1], update: row[2])
+    }
+
+    /// A document's update time (nil: missing), without decoding it.
+    func updateTime(_ database: String, _ path: ResourcePath) throws -> Timestamp? {
+        let stmt = try db.cachedStatement(sql: "SELECT update_us FROM documents WHERE db = ? AND parent = ? AND name_key = ?")
+        return try Int64.fetchOne(stmt, arguments: [database, path.parent.text, Self.data(IndexKey.encodePath(path))])
+            .map { Timestamp(microseconds: $0) }
+    }
+
+    /// The highest composite index id (15 when there is none; composite ids start at 16).
+    func highestIndexID() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT MAX(id) FROM index_definitions")) ?? 15
     }
 
     func document(_ database: String, _ path: ResourcePath, at time: Timestamp) throws -> Document? {
@@ -158,6 +170,17 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
 
     // MARK: Writer
 
+    /// Stores one mutation of a commit at `time`: the document (or its removal), its index
+    /// entries and the history row of the state it replaces.
+    func apply(_ mutation: DocumentMutation, _ database: String, time: Timestamp) throws {
+        if let document = mutation.document {
+            try put(database, document, entries: mutation.entries, oldEntries: mutation.oldEntries)
+        } else {
+            try delete(database, mutation.path, oldEntries: mutation.oldEntries)
+        }
+        try recordHistory(database, mutation.path, previous: mutation.previous, until: time)
+    }
+
     func put(_ database: String, _ document: Document, entries: [IndexEntry], oldEntries: [IndexEntry]) throws {
         let old = Set(oldEntries)
         let new = Set(entries)
@@ -193,10 +216,6 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
         for e in entries { try stmt.execute(arguments: [database, e.scope, Self.data(e.key), e.document]) }
     }
 
-    func insertIndexEntries(_ database: String, _ entries: [IndexEntry]) throws {
-        try insertEntries(database, entries)
-    }
-
     func recordHistory(_ database: String, _ path: ResourcePath, previous: Document?, until: Timestamp) throws {
         let stmt = try db.cachedStatement(
             sql: "INSERT OR IGNORE INTO history(until_us, db, path, data, create_us, update_us) VALUES (?, ?, ?, ?, ?, ?)")
@@ -211,9 +230,15 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
         try db.execute(sql: "INSERT INTO index_definitions(id, definition) VALUES (?, ?)", arguments: [Int64(definition.id), json])
     }
 
-    func setLastCommitTime(_ time: Timestamp) throws {
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES ('last_commit_us', ?)")
-            .execute(arguments: [time.microseconds])
+    /// Commits may reach the store slightly out of time order (they take their times before
+    /// planning), so the stored last commit time only ever grows.
+    func raiseLastCommitTime(_ time: Timestamp) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO meta(key, value) VALUES ('last_commit_us', ?)
+                ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)
+                """
+        ).execute(arguments: [time.microseconds])
     }
 
     func clearDatabase(_ database: String) throws {
@@ -221,9 +246,5 @@ struct SQLiteAccess: DocumentWriter, DocumentHistoryReader {
             // Table names are constants.
             try db.execute(sql: "DELETE FROM \(table) WHERE db = ?", arguments: [database])
         }
-    }
-
-    func databases() throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT DISTINCT db FROM documents")
     }
 }

@@ -1,5 +1,5 @@
 public import GRDB
-import HearthCore
+public import HearthCore
 public import HearthDocuments
 import Foundation
 import Synchronization
@@ -104,13 +104,70 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
         try await writer.read { db in try body(SQLiteAccess(db: db)) }
     }
 
-    public func write<T: Sendable>(_ body: @escaping @Sendable (any DocumentWriter) throws -> T) async throws -> T {
+    public func commit<T: Sendable>(
+        _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?]) throws -> ([DocumentMutation], T)
+    ) async throws -> T {
+        try await write { db in
+            let access = SQLiteAccess(db: db)
+            guard try access.highestIndexID() == request.indexVersion else { throw DocumentStoreConflict.indexes }
+            for e in request.expectations where try access.updateTime(e.database, e.path) != e.updateTime {
+                throw DocumentStoreConflict.document(database: e.database, path: e.path)
+            }
+            let current = try request.writing.map { try access.document(request.database, $0) }
+            let (mutations, result) = try plan(current)
+            for m in mutations { try access.apply(m, request.database, time: request.time) }
+            try access.raiseLastCommitTime(request.time)
+            return result
+        }
+    }
+
+    public func createIndex(
+        _ proposed: IndexDefinition, entries: @escaping @Sendable (Document, IndexDefinition) -> [IndexEntry]
+    ) async throws -> IndexDefinition? {
+        try await write { db in
+            let access = SQLiteAccess(db: db)
+            let existing = try access.indexDefinitions()
+            if existing.contains(where: {
+                $0.database == proposed.database && $0.collectionGroup == proposed.collectionGroup && $0.groupScope == proposed.groupScope
+                    && $0.fields == proposed.fields
+            }) {
+                return nil
+            }
+            var def = proposed
+            def.id = UInt32(try access.highestIndexID() + 1)
+            try access.saveIndexDefinition(def)
+            var batch: [IndexEntry] = []
+            try access.scanDocuments(def.database, .group(def.collectionGroup), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
+                batch += entries(doc, def)
+                if batch.count >= 1000 {
+                    try access.insertEntries(def.database, batch)
+                    batch.removeAll(keepingCapacity: true)
+                }
+                return true
+            }
+            try access.insertEntries(def.database, batch)
+            return def
+        }
+    }
+
+    public func clear(_ database: String, time: Timestamp) async throws {
+        try await write { db in
+            let access = SQLiteAccess(db: db)
+            try access.clearDatabase(database)
+            try access.raiseLastCommitTime(time)
+        }
+    }
+
+    /// Runs `body` as one job of the group commit: inside a savepoint of the writer's current
+    /// transaction; answered once that transaction is durable. `body` is synchronous and does
+    /// no I/O but SQLite's.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let job = WriteJob(run: { db in
                 do {
                     var value: T?
                     try db.inSavepoint {
-                        value = try body(SQLiteAccess(db: db))
+                        value = try body(db)
                         return .commit
                     }
                     let result = value!

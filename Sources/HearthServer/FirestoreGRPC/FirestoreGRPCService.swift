@@ -119,9 +119,9 @@ struct VerifySkippingAuthorizer: WriteAuthorizer {
     let base: any WriteAuthorizer
     let verify: Set<Int>
 
-    func authorize(_ changes: [DocumentChange], database: DatabaseName, time: Timestamp, documents: any DocumentPeek) throws(HearthError) {
+    func authorize(_ changes: [DocumentChange], database: DatabaseName, time: Timestamp, documents: any DocumentPeek) async throws(HearthError) {
         let judged = changes.filter { !verify.contains($0.index) }
         if judged.isEmpty { return }
-        try base.authorize(judged, database: database, time: time, documents: documents)
+        try await base.authorize(judged, database: database, time: time, documents: documents)
     }
 }

@@ -44,15 +44,15 @@ public struct FirestoreSecurity: Sendable {
         return HearthError(.permissionDenied, Self.deniedMessage)
     }
 
-    /// Evaluates one request, inside a storage snapshot when the rules read documents.
+    /// Evaluates one request; documents the rules read come from the engine (latest state).
     func evaluate(_ loaded: RulesStore.Loaded, _ request: RulesRequest, _ ledger: DocumentAccessLedger) async throws -> RulesDecision {
         let options = options
         let decision: RulesDecision
         if loaded.usesDocuments {
-            decision = try await engine.store.read { reader in
+            decision = try await FetchingLookup().settle({ lookup in
                 var ledger = ledger
-                return loaded.ruleset.evaluate(request, documents: ReaderLookup(reader: reader), ledger: &ledger, options: options)
-            }
+                return loaded.ruleset.evaluate(request, documents: lookup, ledger: &ledger, options: options)
+            }, fetch: { [engine] key in try await engine.latestDocuments(key.database, [key.path])[0]?.fields })
         } else {
             var ledger = ledger
             decision = loaded.ruleset.evaluate(request, documents: nil, ledger: &ledger, options: options)
@@ -137,45 +137,37 @@ public struct FirestoreSecurity: Sendable {
 }
 
 /// Judges every change of a commit together (one document-access budget: 10 for a single
-/// write, 20 for a batch or transaction), inside the commit.
+/// write, 20 for a batch or transaction), before the commit reaches the store.
 struct RulesWriteAuthorizer: WriteAuthorizer {
     let loaded: RulesStore.Loaded
     let auth: RulesAuth?
     let security: FirestoreSecurity
 
-    func authorize(_ changes: [DocumentChange], database: DatabaseName, time: Timestamp, documents: any DocumentPeek) throws(HearthError) {
-        var ledger: DocumentAccessLedger = changes.count > 1 ? .batch : .singleDocument
-        let lookup = PeekLookup(peek: documents)
+    func authorize(_ changes: [DocumentChange], database: DatabaseName, time: Timestamp, documents: any DocumentPeek) async throws(HearthError) {
         let options = security.options
         // request.time as a server timestamp records it: millisecond precision, so
         // `request.resource.data.updated == request.time` holds for serverTimestamp().
         let requestTime = Timestamp(seconds: time.seconds, nanos: time.nanos - time.nanos % 1_000_000)
-        for change in changes {
-            let method: RulesMethod = change.after == nil ? .delete : (change.before == nil ? .create : .update)
-            let request = RulesRequest.firestore(
-                method, database: database.database, path: change.path, auth: auth, time: requestTime, existing: change.before?.fields,
-                after: change.after?.fields)
-            let d = loaded.ruleset.evaluate(request, documents: lookup, ledger: &ledger, options: options)
+        let (loaded, auth) = (loaded, auth)
+        // Every change is judged again in each round (one ledger for the whole commit); the
+        // decisions of the last round count, up to the first denial.
+        let decisions = try await FetchingLookup().settle({ lookup in
+            var ledger: DocumentAccessLedger = changes.count > 1 ? .batch : .singleDocument
+            var decisions: [(RulesMethod, ResourcePath, RulesDecision)] = []
+            for change in changes {
+                let method: RulesMethod = change.after == nil ? .delete : (change.before == nil ? .create : .update)
+                let request = RulesRequest.firestore(
+                    method, database: database.database, path: change.path, auth: auth, time: requestTime, existing: change.before?.fields,
+                    after: change.after?.fields)
+                let d = loaded.ruleset.evaluate(request, documents: lookup, ledger: &ledger, options: options)
+                decisions.append((method, change.path, d))
+                if !d.isAllowed { break }
+            }
+            return decisions
+        }, fetch: { key in try await documents.document(database: key.database, path: key.path, afterWrites: key.afterWrites)?.fields })
+        for (method, path, d) in decisions {
             loaded.record(d.coverage)
-            if !d.isAllowed { throw security.denial(d, "\(method) \(change.path.text)") }
+            if !d.isAllowed { throw security.denial(d, "\(method) \(path.text)") }
         }
-    }
-}
-
-/// `get()`/`exists()` during a read: the stored documents in the read's snapshot.
-struct ReaderLookup: RulesDocumentLookup {
-    let reader: any DocumentReader
-    func document(database: String, path: ResourcePath, afterWrites: Bool) throws -> [String: Value]? {
-        guard path.isDocument else { return nil }
-        return try reader.document(database, path)?.fields
-    }
-}
-
-/// `get()`/`getAfter()` during a commit: before and after the commit's writes.
-struct PeekLookup: RulesDocumentLookup {
-    let peek: any DocumentPeek
-    func document(database: String, path: ResourcePath, afterWrites: Bool) throws -> [String: Value]? {
-        guard path.isDocument else { return nil }
-        return try peek.document(database: database, path: path, afterWrites: afterWrites)?.fields
     }
 }

@@ -60,10 +60,10 @@ public struct StorageSecurity: Sendable {
         let options = RulesEvaluationOptions(recordCoverage: emulator)
         let d: RulesDecision
         if loaded.usesDocuments, let documents {
-            d = try await documents.store.read { reader in
+            d = try await FetchingLookup().settle({ lookup in
                 var ledger = DocumentAccessLedger.storage
-                return loaded.ruleset.evaluate(request, documents: ReaderLookup(reader: reader), ledger: &ledger, options: options)
-            }
+                return loaded.ruleset.evaluate(request, documents: lookup, ledger: &ledger, options: options)
+            }, fetch: { key in try await documents.latestDocuments(key.database, [key.path])[0]?.fields })
         } else {
             var ledger = DocumentAccessLedger.storage
             d = loaded.ruleset.evaluate(request, documents: nil, ledger: &ledger, options: options)
