@@ -58,7 +58,6 @@ let package = Package(
                 "HearthCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -68,10 +67,11 @@ let package = Package(
             dependencies: ["HearthCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
-        // Embedded persistence behind the engine's protocols.
+        // Embedded persistence behind the engines' protocols (documents, accounts): the only module with GRDB
+        // among the engines' backends.
         .target(
             name: "HearthSQLite",
-            dependencies: ["HearthCore", "HearthDocuments", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["HearthCore", "HearthDocuments", "HearthAuth", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         // C shims for HearthStorage: hardware CRC-32C behind a runtime CPU check, early writeback. No dependencies.
@@ -188,7 +188,7 @@ let package = Package(
         .testTarget(
             name: "HearthAuthTests",
             dependencies: [
-                "HearthAuth", "HearthCore",
+                "HearthAuth", "HearthCore", "HearthSQLite",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import HearthAuth
 import HearthCore
+import HearthSQLite
 import HearthTokenVerifier
 import _CryptoExtras
 

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import HearthCore
 @testable import HearthAuth
+@testable import HearthSQLite
 
 enum Backend: String, CaseIterable, Sendable {
     case memory, sqliteQueue, sqliteFile

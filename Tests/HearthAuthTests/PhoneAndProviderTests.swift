@@ -3,6 +3,7 @@ import Foundation
 import HearthCore
 import GRDB
 @testable import HearthAuth
+@testable import HearthSQLite
 
 @Suite struct NonceTests {
     func identity(_ provider: String, nonce: JSON?) -> ProviderIdentity {

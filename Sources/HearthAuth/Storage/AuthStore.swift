@@ -146,7 +146,8 @@ public protocol AuthStoreWriter: AuthStoreReader {
     func deleteProviderConfig(id: String) throws
 }
 
-/// The persistence the auth engine owns; SQLite (GRDB) and in-memory implementations pass the same suite.
+/// The persistence the auth engine owns. Implementations: `InMemoryAuthStore` (here) and
+/// `GRDBAuthStore` (HearthSQLite); both pass the same suite (HearthAuthTests' `AuthEngineTests`).
 public protocol AuthStore: Sendable {
     func read<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreReader) throws -> T) async throws -> T
     func write<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreWriter) throws -> T) async throws -> T

@@ -1,9 +1,11 @@
 public import GRDB
+public import HearthAuth
 import HearthCore
 import Foundation
 
-/// The `AuthStore` over a GRDB `DatabaseWriter`: its own `auth_*` tables and migration
-/// identifiers, so it can share the data dir's SQLite file or use a separate `auth.sqlite`.
+/// The `AuthStore` (owned by HearthAuth) over a GRDB `DatabaseWriter`: its own `auth_*` tables
+/// and migration identifiers, so it can share the data dir's SQLite file or use a separate
+/// `auth.sqlite`. It lives here so that GRDB stays in the SQLite backend module.
 /// All SQL binds its parameters.
 public final class GRDBAuthStore: AuthStore {
     public let writer: any DatabaseWriter
