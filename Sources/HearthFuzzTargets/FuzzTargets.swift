@@ -27,7 +27,8 @@ public enum FuzzTargets {
         Target(name: "resource-path", summary: "Firestore document names and numeric ids", run: resourcePath),
         Target(name: "value-codec", summary: "stored document decoding (corrupt rows must fail cleanly)", run: valueCodec),
         Target(name: "base64", summary: "base64 and base64url (bytes values, tokens, resume tokens)", run: base64),
-        Target(name: "database-rules", summary: "Realtime Database rules files (JSON with comments, rule expressions, regex literals)", run: databaseRules),
+        Target(name: "database-rules", summary: "Realtime Database rules files (JSON with comments, expressions, regex literals)",
+               run: databaseRules),
     ]
 
     public static func named(_ name: String) -> Target? { all.first { $0.name == name } }
@@ -139,6 +140,10 @@ public enum FuzzTargets {
         do throws(RulesCompileError) {
             let ruleset = try DatabaseRuleset.parse(text, fileName: "fuzz.json")
             for path in [[], ["a"], ["a", "b", "c"]] { _ = ruleset.indexOn(path: path) }
+            // The strict form (comments removed) compiles to the same indexes.
+            let strict = try? DatabaseRuleset.parse(ruleset.strictJSON.serialized(), fileName: "strict.json")
+            check(strict != nil, "strict JSON of \(text.debugDescription) does not compile")
+            check(strict?.strictJSON == ruleset.strictJSON, "strict JSON round trip of \(text.debugDescription)")
         } catch {
             check(!error.errors.isEmpty, "a failed compile without errors for \(text.debugDescription)")
             for d in error.diagnostics {

@@ -66,9 +66,9 @@ struct DatabaseRulesAPITests {
         #expect(denied.reason.contains("/users/$uid/.read at database.rules.json:6:18 for /users/alice was false"))
         #expect(denied.attempts.count == 1)
 
+        let newRoot = DatabaseRulesTree(.object([("users", .object([("alice", .object([("name", .number(1))]))]))]))
         let invalid = try await ruleset.write(path: ["users", "alice", "name"], auth: DatabaseRulesAuth(uid: "alice", provider: "password"),
-                                              root: tree, newRoot: DatabaseRulesTree(.object([("users", .object([("alice", .object([("name", .number(1))]))]))])),
-                                              now: 0)
+                                              root: tree, newRoot: newRoot, now: 0)
         #expect(invalid.outcome == .validationFailed)
         #expect(invalid.location == "database.rules.json:8:32")
         #expect(invalid.reason.contains("validation failed; /users/$uid/name/.validate at database.rules.json:8:32 for /users/alice/name"))
@@ -133,6 +133,17 @@ struct DatabaseRulesAPITests {
         #expect(decision.reason.contains("more than 3 evaluation steps"))
     }
 
+    @Test func strictJSONDropsCommentsAndKeepsOrder() throws {
+        let text = """
+            // comment
+            { /* block */ "rules": { "b": { ".read": "auth != null" }, "a": { ".indexOn": ["x", "y"], ".write": true } } }
+            """
+        let ruleset = try DatabaseRuleset.parse(text, fileName: "r.json")
+        #expect(ruleset.strictJSON.serialized()
+            == #"{"rules":{"b":{".read":"auth != null"},"a":{".indexOn":["x","y"],".write":true}}}"#)
+        #expect(try DatabaseRuleset.parse(ruleset.strictJSON.serialized(), fileName: "strict.json").strictJSON == ruleset.strictJSON)
+    }
+
     @Test func authFromClaimsAndOverride() {
         let claims = JSON.object([
             ("sub", .string("u1")), ("email", .string("a@b.c")),
@@ -149,7 +160,8 @@ struct DatabaseRulesAPITests {
 
     @Test func priorityWrappersAndArrays() async throws {
         let ruleset = try DatabaseRuleset.parse(
-            #"{"rules": {"p": {".read": "data.val() === 3 && data.getPriority() === 'hi'"}, "arr": {".read": "data.child('1').val() === 'b' && data.hasChildren(['0'])"}}}"#,
+            #"{"rules": {"p": {".read": "data.val() === 3 && data.getPriority() === 'hi'"},"#
+                + #" "arr": {".read": "data.child('1').val() === 'b' && data.hasChildren(['0'])"}}}"#,
             fileName: "r.json")
         let tree = DatabaseRulesTree(.object([
             ("p", .object([(".value", .number(3)), (".priority", .string("hi"))])),

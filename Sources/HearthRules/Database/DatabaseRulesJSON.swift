@@ -1,3 +1,5 @@
+import HearthCore
+
 /// The JSON of a `database.rules.json` file, read with the positions diagnostics need.
 ///
 /// Firebase accepts `//` and `/* */` comments in this file, so HearthCore's strict `JSON`
@@ -32,6 +34,20 @@ struct DatabaseRulesJSON: Sendable {
         case .string: "a string"
         case .array: "an array"
         case .object: "an object"
+        }
+    }
+}
+
+extension DatabaseRulesJSON {
+    /// The value as plain JSON (comments and positions gone), members in file order.
+    var plain: JSON {
+        switch kind {
+        case .null: .null
+        case .bool(let b): .bool(b)
+        case .number(let text): .number(text)
+        case .string(let text, _): .string(text)
+        case .array(let items): .array(items.map(\.plain))
+        case .object(let members): .object(members.map { ($0.key, $0.value.plain) })
         }
     }
 }

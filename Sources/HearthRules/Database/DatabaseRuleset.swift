@@ -1,4 +1,4 @@
-import HearthCore
+public import HearthCore
 
 /// `.read`, `.write` or `.validate`.
 enum DatabaseRuleKind: String, Sendable {
@@ -63,11 +63,15 @@ final class DatabaseRuleNode: Sendable {
 /// - A rule that fails with an error counts as false; a step budget bounds each request.
 public final class DatabaseRuleset: Sendable {
     public let source: RulesSource
+    /// The rules file as strict JSON (comments removed, members in file order): what
+    /// `GET /.settings/rules.json?format=strict` returns.
+    public let strictJSON: JSON
     let root: DatabaseRuleNode
     let limits: DatabaseRulesLimits
 
-    private init(source: RulesSource, root: DatabaseRuleNode, limits: DatabaseRulesLimits) {
+    private init(source: RulesSource, strictJSON: JSON, root: DatabaseRuleNode, limits: DatabaseRulesLimits) {
         self.source = source
+        self.strictJSON = strictJSON
         self.root = root
         self.limits = limits
     }
@@ -85,7 +89,9 @@ public final class DatabaseRuleset: Sendable {
         }
         var compiler = DatabaseRulesCompiler(source: source)
         let root = compiler.compileDocument(document)
-        if let root, compiler.diagnostics.isEmpty { return DatabaseRuleset(source: source, root: root, limits: limits) }
+        if let root, compiler.diagnostics.isEmpty {
+            return DatabaseRuleset(source: source, strictJSON: document.plain, root: root, limits: limits)
+        }
         throw RulesCompileError(source: source, diagnostics: compiler.diagnostics)
     }
 
