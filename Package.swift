@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "HearthCore", swiftSettings: swiftSettings),
         // Fuzz targets for the parsers of untrusted text in HearthCore (scripts/fuzz runs them under
         // libFuzzer; HearthCoreTests replays the kept inputs).
-        .target(name: "HearthFuzzTargets", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
+        .target(name: "HearthFuzzTargets", dependencies: ["HearthCore", "HearthRules"], swiftSettings: swiftSettings),
         // libFuzzer front end (built with -sanitize=fuzzer by scripts/fuzz); otherwise replays inputs.
         .executableTarget(name: "hearth-fuzz", dependencies: ["HearthFuzzTargets"], swiftSettings: swiftSettings),
         // The security-rules language: lexer, parser, evaluator — no I/O.

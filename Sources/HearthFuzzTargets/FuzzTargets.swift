@@ -1,4 +1,5 @@
 import HearthCore
+import HearthRules
 
 /// Fuzz targets for every parser of untrusted text that lives below the transports: each takes
 /// arbitrary bytes, runs one parser, and checks the properties its callers rely on (results in
@@ -26,6 +27,8 @@ public enum FuzzTargets {
         Target(name: "resource-path", summary: "Firestore document names and numeric ids", run: resourcePath),
         Target(name: "value-codec", summary: "stored document decoding (corrupt rows must fail cleanly)", run: valueCodec),
         Target(name: "base64", summary: "base64 and base64url (bytes values, tokens, resume tokens)", run: base64),
+        Target(name: "database-rules", summary: "Realtime Database rules files (JSON with comments, expressions, regex literals)",
+               run: databaseRules),
     ]
 
     public static func named(_ name: String) -> Target? { all.first { $0.name == name } }
@@ -129,6 +132,27 @@ public enum FuzzTargets {
         guard let fields = try? ValueCodec.decode(data) else { return }
         let again = try? ValueCodec.decode(ValueCodec.encode(fields))
         check(again.map { $0.count == fields.count } ?? false, "re-encoded document does not decode")
+    }
+
+    static func databaseRules(_ data: [UInt8]) {
+        let text = String(decoding: data, as: UTF8.self)
+        let length = text.utf8.count
+        do throws(RulesCompileError) {
+            let ruleset = try DatabaseRuleset.parse(text, fileName: "fuzz.json")
+            for path in [[], ["a"], ["a", "b", "c"]] { _ = ruleset.indexOn(path: path) }
+            // The strict form (comments removed) compiles to the same indexes.
+            let strict = try? DatabaseRuleset.parse(ruleset.strictJSON.serialized(), fileName: "strict.json")
+            check(strict != nil, "strict JSON of \(text.debugDescription) does not compile")
+            check(strict?.strictJSON == ruleset.strictJSON, "strict JSON round trip of \(text.debugDescription)")
+        } catch {
+            check(!error.errors.isEmpty, "a failed compile without errors for \(text.debugDescription)")
+            for d in error.diagnostics {
+                check(d.range.start.line >= 1 && d.range.start.column >= 1, "diagnostic before 1:1: \(d)")
+                check(d.range.start.offset >= 0 && d.range.start.offset <= length && d.range.end.offset <= length + 1,
+                      "diagnostic range outside the text: \(d)")
+            }
+            _ = error.rendered
+        }
     }
 
     static func base64(_ data: [UInt8]) {

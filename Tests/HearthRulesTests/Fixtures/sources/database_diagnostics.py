@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Generates ../database-diagnostics.json: Realtime Database rules files that must not compile,
+with the first diagnostic's exact line, column and message (and sometimes the whole caret
+rendering). Positions are 1-based; columns count Unicode scalars. Run: python3 database_diagnostics.py
+"""
+import json
+import os
+
+cases = []
+
+
+def diag(name, lines, line, column, message, rendered=None):
+    c = {"name": name, "rules": lines, "line": line, "column": column, "message": message}
+    if rendered:
+        c["rendered"] = rendered
+    cases.append(c)
+
+
+def wrap(rule_line):
+    return ["{", '  "rules": {', rule_line, "  }", "}"]
+
+
+diag("an unknown $capture inside an expression", wrap('    ".read": "auth.uid === $uid"'), 3, 28,
+     "unknown variable '$uid': no $uid wildcard above this rule",
+     ["database.rules.json:3:28: unknown variable '$uid': no $uid wildcard above this rule",
+      '    ".read": "auth.uid === $uid"',
+      "                           ^~~~"])
+diag("JSON escapes before the error keep the column right", wrap('    ".write": "auth.uid == \\"x\\" && foo"'), 3, 37,
+     "unknown variable 'foo'")
+diag("a missing comma in the JSON", ["{", '  "rules": {', '    "a": {".read": true}', '    "b": {}', "  }", "}"], 4, 5,
+     "expected ',' or '}', found '\"'")
+diag("an unknown rule key", wrap('    ".reed": true'), 3, 5,
+     'unknown rule ".reed" (expected .read, .write, .validate or .indexOn)')
+diag("a number as a rule", wrap('    ".read": 7'), 3, 14, ".read must be a boolean or a string expression, found a number")
+diag("newData in a .read rule", wrap('    ".read": "newData.exists()"'), 3, 15, "newData is not available in .read rules")
+diag("query in a .write rule", wrap('    ".write": "query.limitToFirst < 10"'), 3, 16, "query is only available in .read rules")
+diag("two wildcards at one level", ["{", '  "rules": {', '    "$a": {},', '    "$b": {}', "  }", "}"], 4, 5,
+     'only one wildcard per level: "$b" and the one at database.rules.json:3:5')
+diag("a wildcard name reused below", ["{", '  "rules": {', '    "$a": { "$a": {} }', "  }", "}"], 3, 13,
+     'wildcard "$a" is already used above this level')
+diag("a regex literal outside matches()", wrap('    ".read": "/abc/ == \'x\'"'), 3, 15,
+     "a regex literal is only allowed as the argument of matches()")
+diag("an invalid regex", wrap('    ".read": "\'a\'.matches(/(/)"'), 3, 27, "invalid regex: missing closing )")
+diag("an unsupported regex flag", wrap('    ".read": "\'a\'.matches(/a/g)"'), 3, 27, "unsupported regex flags 'g' (only 'i' is allowed)")
+diag("'^' inside a regex", wrap('    ".read": "\'a\'.matches(/a^b/)"'), 3, 27, "'^' anchors only as the first character of a regex")
+diag("'$' inside a regex", wrap('    ".read": "\'a\'.matches(/a$b/)"'), 3, 27, "'$' anchors only as the last character of a regex")
+diag("an expression cut short", wrap('    ".read": "auth != "'), 3, 23, "unexpected end of expression, expected an expression")
+diag("assignment after comments", ["// header comment", "{", '  /* a "rules": block */ "rules": {',
+                                   '    ".write": "auth.uid = \'x\'"', "  }", "}"], 4, 25,
+     "assignment is not allowed in rules (did you mean '=='?)",
+     ["database.rules.json:4:25: assignment is not allowed in rules (did you mean '=='?)",
+      '    ".write": "auth.uid = \'x\'"',
+      "                        ^"])
+diag("a misspelt top-level key", ['{"rulez": {}}'], 1, 2, 'unknown top-level key "rulez" (only "rules" is allowed)')
+diag("a string literal as a rule", wrap('    ".read": "\'yes\'"'), 3, 15, ".read must be a boolean expression")
+diag("a semicolon", wrap('    ".read": "true;"'), 3, 19, "';' is not allowed in rules: a rule is a single expression")
+diag("a multi-byte character before the error", wrap('    ".read": "\'\u00e9\' === x"'), 3, 23, "unknown variable 'x'")
+diag("an unterminated comment", ["{", "  /* never closed", '  "rules": {}', "}"], 2, 3, "unterminated comment")
+diag("a key with a slash", wrap('    "a/b": {}'), 3, 5, "invalid key \"a/b\": keys cannot contain '/'")
+diag("a child that is not an object", wrap('    "users": true'), 3, 14, '"users" must be an object of rules, found a boolean')
+diag("an .indexOn of numbers", wrap('    ".indexOn": [1]'), 3, 18, ".indexOn lists child keys as strings, found a number")
+diag("a duplicate key", ["{", '  "rules": {', '    ".read": true,', '    ".read": false', "  }", "}"], 4, 5, 'duplicate key ".read"')
+diag("'**' is rejected", wrap('    ".read": "2 ** 2 === 4"'), 3, 17, "'**' is not supported")
+diag("a function call without a receiver", wrap('    ".read": "exists()"'), 3, 15, "unknown variable 'exists'")
+diag("an unclosed parenthesis", wrap('    ".read": "(true"'), 3, 20, "expected ')', found end of expression")
+diag("trailing text after the rules", ["{\"rules\": {}}", "x"], 2, 1, "unexpected 'x' after the rules object")
+diag("an empty expression", wrap('    ".read": ""'), 3, 15, "empty rule expression")
+
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "database-diagnostics.json")
+with open(path, "w") as f:
+    json.dump({"comment": "Generated by sources/database_diagnostics.py; edit that and rerun.", "cases": cases}, f,
+              indent=1, ensure_ascii=False)
+    f.write("\n")
+print(f"{len(cases)} cases -> {os.path.normpath(path)}")
