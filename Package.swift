@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "HearthRules", targets: ["HearthRules"]),
         .library(name: "HearthAuth", targets: ["HearthAuth"]),
         .library(name: "HearthDocuments", targets: ["HearthDocuments"]),
+        .library(name: "HearthDatabase", targets: ["HearthDatabase"]),
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .library(name: "HearthStorage", targets: ["HearthStorage"]),
@@ -67,11 +68,17 @@ let package = Package(
             dependencies: ["HearthCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
-        // Embedded persistence behind the engines' protocols (documents, accounts): the only module with GRDB
-        // among the engines' backends.
+        // The Realtime Database engine: JSON trees, limits, push ids, queries, the change feed — no HTTP, no SQL.
+        .target(
+            name: "HearthDatabase",
+            dependencies: ["HearthCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        // Embedded persistence behind the engines' protocols (documents, accounts, the Realtime Database tree):
+        // the only module with GRDB among the engines' backends.
         .target(
             name: "HearthSQLite",
-            dependencies: ["HearthCore", "HearthDocuments", "HearthAuth", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["HearthCore", "HearthDocuments", "HearthAuth", "HearthDatabase", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         // C shims for HearthStorage: hardware CRC-32C behind a runtime CPU check, early writeback. No dependencies.
@@ -94,6 +101,7 @@ let package = Package(
             name: "HearthServer",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthSQLite", "HearthRules", "HearthAuth", "HearthStorage",
+                "HearthDatabase",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -209,6 +217,11 @@ let package = Package(
         .testTarget(
             name: "HearthDocumentsTests",
             dependencies: ["HearthCore", "HearthDocuments", "HearthSQLite"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthDatabaseTests",
+            dependencies: ["HearthCore", "HearthDatabase", "HearthSQLite"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import HearthCore
 public import HearthAuth
 public import HearthDocuments
+public import HearthDatabase
 import GRDB
 import HearthSQLite
 import HearthRules
@@ -27,6 +28,8 @@ public struct HearthServer: Sendable {
     public let objects: ObjectStore
     /// Security rules in force for Storage.
     public let storageRules: RulesStore
+    /// The Realtime Database (see `HearthServer+Database.swift`).
+    public let database: DatabaseEngine
     let logger: Logger
 
     /// Opens storage under the data directory and prepares the engines.
@@ -68,10 +71,11 @@ public struct HearthServer: Sendable {
         try await objects.createBucket(configuration.defaultBucket, ifMissing: true)
         let swept = try await objects.sweep()
         if swept > 0 { logger.notice("removed blobs of uploads that never completed", metadata: ["count": "\(swept)"]) }
+        let database = try openDatabase(configuration, directory: dir.path)
         logger.info("opened data directory", metadata: ["path": "\(dir.path)"])
         return HearthServer(
             configuration: configuration, engine: engine, auth: auth, firestoreRules: firestoreRules, objects: objects,
-            storageRules: storageRules, logger: logger)
+            storageRules: storageRules, database: database, logger: logger)
     }
 
     /// The auth engine over `<data-dir>/auth.sqlite`, its signing keys under `<data-dir>/keys/`.
@@ -141,7 +145,7 @@ public struct HearthServer: Sendable {
     /// `onReady` receives the bound ports once every listener is up (as the ready file does).
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
-        let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore", "storage", "s3"], logger: logger, onReady: onReady)
+        let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore", "storage", "s3", "database"], logger: logger, onReady: onReady)
         let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let storage = StorageRESTResponder(
@@ -171,6 +175,7 @@ public struct HearthServer: Sendable {
             listener("storage", storage, ready, server: Self.bulkHTTP1),
             listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready, server: Self.bulkHTTP1),
         ]
+        services.append(databaseListener(authenticator: authenticator, ready: ready))
         services.append(ListenHeartbeat(engine: engine))
         if let file = configuration.firestoreRulesFile {
             services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))

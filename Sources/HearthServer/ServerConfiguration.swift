@@ -6,7 +6,7 @@ public import HearthAuth
 public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port per service name (`firestore`, later `auth`, `storage`, …); 0 = any free port.
-    public var ports: [String: Int] = ["auth": 9099, "firestore": 8080, "storage": 9199, "s3": 9900]
+    public var ports: [String: Int] = ["auth": 9099, "firestore": 8080, "storage": 9199, "s3": 9900, "database": 9000]
     public var dataDirectory: String = "./hearth-data"
     public var project: String = "demo-hearth"
     public var emulator: Bool = false

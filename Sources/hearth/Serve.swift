@@ -10,7 +10,7 @@ struct Serve: AsyncParsableCommand {
         discussion: """
             Settings come from flags, then environment variables (HEARTH_DATA_DIR, HEARTH_PROJECT, \
             HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_FIRESTORE_RULES, HEARTH_STORAGE_RULES, HEARTH_AUTH_CONFIG, HEARTH_LOG_LEVEL), \
-            then a firebase.json (and .firebaserc) in the working directory: `emulators.{firestore,auth,storage}.port`, \
+            then a firebase.json (and .firebaserc) in the working directory: `emulators.{firestore,auth,storage,database}.port`, \
             `firestore.indexes`, `firestore.rules`, `storage.rules`. \
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
@@ -50,6 +50,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("storage-port"), help: "Firebase Storage port (v0 REST and the Cloud Storage JSON API); 0 picks a free port. (default: 9199)")
     var storagePort: Int?
+
+    @Option(name: .customLong("database-port"), help: "Realtime Database port (REST and event streams); 0 picks a free port. (default: 9000)")
+    var databasePort: Int?
 
     @Option(name: .customLong("s3-port"), help: "S3-compatible API port; 0 picks a free port. (default: 9900)")
     var s3Port: Int?
@@ -95,6 +98,7 @@ struct Serve: AsyncParsableCommand {
         config.ports["storage"] = storagePort ?? firebase.ports["storage"] ?? ServerConfiguration.defaultPorts["storage"]!
         config.ports["s3"] = s3Port ?? firebase.ports["s3"] ?? ServerConfiguration.defaultPorts["s3"]!
         config.ports["auth"] = authPort ?? firebase.ports["auth"] ?? ServerConfiguration.defaultPorts["auth"]!
+        config.ports["database"] = databasePort ?? firebase.ports["database"] ?? ServerConfiguration.defaultPorts["database"]!
         if let url = smtpURL ?? env["HEARTH_SMTP_URL"] {
             do {
                 config.smtp = try SMTPMailer(url: url, from: mailFrom ?? env["HEARTH_MAIL_FROM"] ?? "noreply@\(config.project).firebaseapp.com")

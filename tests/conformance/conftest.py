@@ -136,6 +136,7 @@ class HearthServer:
             "--firestore-port", "0",
             "--storage-port", "0",
             "--s3-port", "0",
+            "--database-port", "0",
             "--auth-port", "0",
             "--ready-file", str(self.ready_file),
             *self.extra_args,

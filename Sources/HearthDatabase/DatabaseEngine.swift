@@ -1,0 +1,220 @@
+public import HearthCore
+import Foundation
+
+/// The Realtime Database: one JSON tree per namespace over a ``DatabaseTreeStore``.
+///
+/// Every write takes one path: the engine takes its write lock, reads the subtrees the write
+/// replaces (and the scalars above them), builds the new nodes (key rules, limits, server
+/// values), asks the ``DatabaseAuthorizer`` with views of the tree before and after, and
+/// hands the store one ``DatabaseTreeCommit`` conditioned on the revision it read. Once the
+/// store reports it durable, the change goes to the ``DatabaseChangeFeed`` and only then is
+/// the writer answered — so listeners see writes in commit order and only durable ones.
+public actor DatabaseEngine {
+    public struct WriteOptions: Sendable {
+        /// `if-match`: write only if the current value has this ETag.
+        public var ifMatch: String?
+        /// Largest number of bytes the write may replace and write (`writeSizeLimit`).
+        public var sizeLimit: Int?
+
+        public init(ifMatch: String? = nil, sizeLimit: Int? = nil) {
+            self.ifMatch = ifMatch
+            self.sizeLimit = sizeLimit
+        }
+    }
+
+    public enum WriteOutcome: Sendable {
+        /// Written; the node now at the path (server values resolved).
+        case written(DatabaseNode, revision: Int64)
+        /// `if-match` did not match: the current node and its ETag.
+        case preconditionFailed(current: DatabaseNode, etag: String)
+    }
+
+    public struct Snapshot: Sendable {
+        public var node: DatabaseNode
+        public var revision: Int64
+    }
+
+    let store: any DatabaseTreeStore
+    let authorizer: any DatabaseAuthorizer
+    public nonisolated let feed = DatabaseChangeFeed()
+    nonisolated let pushIDs = PushIDGenerator()
+    let clock: @Sendable () -> Int64
+    var rulesByNamespace: [String: any DatabaseRulesProgram] = [:]
+    var writing = false
+    var waiting: [CheckedContinuation<Void, Never>] = []
+    static let maxAttempts = 16
+
+    /// Wall-clock milliseconds since the epoch (server timestamps, push ids).
+    public static let systemClock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    public init(
+        store: any DatabaseTreeStore, authorizer: any DatabaseAuthorizer,
+        clock: @escaping @Sendable () -> Int64 = DatabaseEngine.systemClock
+    ) {
+        self.store = store
+        self.authorizer = authorizer
+        self.clock = clock
+    }
+
+    // MARK: Reads
+
+    /// The node at `path` (the query applied), if the caller may read it.
+    public func read(namespace: String, path: DatabasePath, query: DatabaseQuery? = nil, auth: DatabaseAuthContext) async throws -> Snapshot {
+        try await authorizeRead(namespace: namespace, path: path, query: query, auth: auth)
+        let subtree = try await store.subtree(namespace: namespace, at: path)
+        var node = DatabaseNode(leaves: subtree.leaves, base: path)
+        if let query { node = query.apply(node) }
+        return Snapshot(node: node, revision: subtree.revision)
+    }
+
+    /// Asks the authorizer whether `auth` may read `path` (with `query`); throws Permission denied.
+    public func authorizeRead(namespace: String, path: DatabasePath, query: DatabaseQuery?, auth: DatabaseAuthContext) async throws {
+        let rules = try await rules(namespace: namespace)
+        let request = DatabaseReadRequest(
+            namespace: namespace, path: path, query: query, auth: auth, data: StoredTreeView(store: store, namespace: namespace), now: clock())
+        let decision = try await authorizer.authorizeRead(request, rules: rules)
+        guard decision.allowed else { throw DatabaseError(.permissionDenied, DatabaseError.permissionDenied.message, cause: DenialReason(decision.reason)) }
+    }
+
+    // MARK: Writes
+
+    /// Replaces the node at `path` with `value` (null deletes it).
+    public func set(namespace: String, path: DatabasePath, value: JSON, auth: DatabaseAuthContext, options: WriteOptions = .init()) async throws -> WriteOutcome {
+        try await write(namespace: namespace, base: path, entries: [(path, value)], isUpdate: false, auth: auth, options: options)
+    }
+
+    /// Replaces each child `path/<key path>` with its value, atomically (`PATCH`, multi-path update).
+    public func update(namespace: String, path: DatabasePath, values: [(String, JSON)], auth: DatabaseAuthContext, options: WriteOptions = .init()) async throws -> WriteOutcome {
+        var entries: [(DatabasePath, JSON)] = []
+        for (key, value) in values {
+            let relative = try DatabasePath.parse(key)
+            guard !relative.isRoot else { throw DatabaseError.invalidData("update keys may not be empty.") }
+            let absolute = path.appending(relative)
+            guard absolute.keys.count <= DatabaseLimits.maxDepth else { throw DatabaseError.invalidPath("Path exceeds the maximum depth of \(DatabaseLimits.maxDepth)") }
+            for (other, _) in entries where other.isWithin(absolute) || absolute.isWithin(other) {
+                throw DatabaseError.invalidData("path \(absolute) overlaps \(other) in the same update.")
+            }
+            entries.append((absolute, value))
+        }
+        guard !entries.isEmpty else { return .written(.empty, revision: try await store.subtree(namespace: namespace, at: path).revision) }
+        return try await write(namespace: namespace, base: path, entries: entries, isUpdate: true, auth: auth, options: options)
+    }
+
+    /// Writes `value` under a new push id child of `path`; returns the id.
+    public func push(namespace: String, path: DatabasePath, value: JSON, auth: DatabaseAuthContext, options: WriteOptions = .init()) async throws -> String {
+        guard path.keys.count < DatabaseLimits.maxDepth else { throw DatabaseError.invalidPath("Path exceeds the maximum depth of \(DatabaseLimits.maxDepth)") }
+        let name = pushIDs.next(now: clock())
+        _ = try await set(namespace: namespace, path: path.child(name), value: value, auth: auth, options: options)
+        return name
+    }
+
+    func write(
+        namespace: String, base: DatabasePath, entries: [(DatabasePath, JSON)], isUpdate: Bool, auth: DatabaseAuthContext, options: WriteOptions
+    ) async throws -> WriteOutcome {
+        await lock()
+        defer { unlock() }
+        for _ in 0..<Self.maxAttempts {
+            let rules = try await rules(namespace: namespace)
+            let now = clock()
+            var revision: Int64?
+            var consistent = true
+            var writes: [(DatabasePath, DatabaseNode)] = []
+            var bytes = 0
+            for (path, json) in entries {
+                let subtree = try await store.subtree(namespace: namespace, at: path)
+                if revision == nil { revision = subtree.revision } else if revision != subtree.revision { consistent = false }
+                let old = DatabaseNode(leaves: subtree.leaves, base: path)
+                if let ifMatch = options.ifMatch, ifMatch != old.etag {
+                    return .preconditionFailed(current: old, etag: old.etag)
+                }
+                let new = try DatabaseNode.written(json, at: path.keys.count, existing: old, context: ServerValueContext(now: now))
+                bytes += subtree.leaves.reduce(0) { $0 + $1.size }
+                writes.append((path, new))
+            }
+            guard consistent, let revision else { continue }
+            let written = writes.flatMap { $0.1.leaves(at: $0.0) }
+            bytes += written.reduce(0) { $0 + $1.size }
+            if let limit = options.sizeLimit, bytes > limit { throw DatabaseError.writeTooBig }
+            var ancestors: [DatabasePath] = []
+            var seen = Set<DatabasePath>()
+            for (path, node) in writes where !node.isEmpty {
+                var parent = path.parent
+                while let current = parent {
+                    if seen.insert(current).inserted { ancestors.append(current) }
+                    parent = current.parent
+                }
+            }
+            var scalarsAbove: [DatabasePath] = []
+            if !ancestors.isEmpty { scalarsAbove = try await store.leaves(namespace: namespace, at: ancestors).map(\.path) }
+            let stored = StoredTreeView(store: store, namespace: namespace)
+            let request = DatabaseWriteRequest(
+                namespace: namespace, path: base, changedPaths: writes.map(\.0), auth: auth, before: stored,
+                after: WrittenTreeView(stored: stored, writes: writes), now: now)
+            let decision = try await authorizer.authorizeWrite(request, rules: rules)
+            guard decision.allowed else {
+                throw DatabaseError(.permissionDenied, DatabaseError.permissionDenied.message, cause: DenialReason(decision.reason))
+            }
+            let commit = DatabaseTreeCommit(
+                namespace: namespace, expectedRevision: revision, clearedSubtrees: writes.map(\.0), clearedLeaves: scalarsAbove,
+                writtenLeaves: written)
+            guard let newRevision = try await store.apply(commit) else { continue }
+            let kind: DatabaseChange.Kind =
+                isUpdate
+                ? .update(path: base, children: writes.map { ($0.0.relative(to: base), $0.1) })
+                : .set(path: writes[0].0, node: writes[0].1)
+            feed.publish(DatabaseChange(namespace: namespace, revision: newRevision, kind: kind))
+            if isUpdate {
+                var echo = DatabaseNode()
+                for (path, node) in writes { echo.replace(path.relative(to: base), with: node) }
+                return .written(echo, revision: newRevision)
+            }
+            return .written(writes[0].1, revision: newRevision)
+        }
+        throw DatabaseError(.unavailable, "The write kept conflicting with other writers; try again.")
+    }
+
+    func lock() async {
+        if !writing {
+            writing = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func unlock() {
+        if waiting.isEmpty {
+            writing = false
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
+
+    // MARK: Rules
+
+    /// The rules in force for `namespace` (the authorizer's defaults when none were set).
+    public func rules(namespace: String) async throws -> any DatabaseRulesProgram {
+        if let cached = rulesByNamespace[namespace] { return cached }
+        let program: any DatabaseRulesProgram
+        if let text = try await store.rules(namespace: namespace) {
+            program = try authorizer.compile(text)
+        } else {
+            program = authorizer.defaultRules()
+        }
+        rulesByNamespace[namespace] = program
+        return program
+    }
+
+    /// Replaces `namespace`'s rules (admin only), after the authorizer accepted them.
+    public func setRules(_ text: String, namespace: String, auth: DatabaseAuthContext) async throws {
+        guard auth.isAdmin else { throw DatabaseError.permissionDenied }
+        let program = try authorizer.compile(text)
+        try await store.setRules(text, namespace: namespace)
+        rulesByNamespace[namespace] = program
+    }
+}
+
+/// Why an authorizer refused (logged; in emulator mode a transport may show it).
+public struct DenialReason: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

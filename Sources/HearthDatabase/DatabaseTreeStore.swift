@@ -1,0 +1,50 @@
+/// A subtree as a store reads it: the namespace's revision at the read and the leaves at or
+/// under the path, read from one consistent snapshot.
+public struct DatabaseSubtree: Sendable {
+    public var revision: Int64
+    public var leaves: [DatabaseLeaf]
+
+    public init(revision: Int64, leaves: [DatabaseLeaf]) {
+        self.revision = revision
+        self.leaves = leaves
+    }
+}
+
+/// One atomic change to a namespace's leaves, planned by the engine and applied by a store
+/// only if the namespace is still at `expectedRevision` (optimistic: nothing is held between
+/// planning and applying, so a store may be SQLite in-process or PostgreSQL across servers).
+public struct DatabaseTreeCommit: Sendable {
+    public var namespace: String
+    public var expectedRevision: Int64
+    /// Every leaf at or under these paths is removed (first).
+    public var clearedSubtrees: [DatabasePath]
+    /// Leaves at exactly these paths are removed (scalars that become objects).
+    public var clearedLeaves: [DatabasePath]
+    /// Leaves written (after the removals).
+    public var writtenLeaves: [DatabaseLeaf]
+
+    public init(namespace: String, expectedRevision: Int64, clearedSubtrees: [DatabasePath], clearedLeaves: [DatabasePath], writtenLeaves: [DatabaseLeaf]) {
+        self.namespace = namespace
+        self.expectedRevision = expectedRevision
+        self.clearedSubtrees = clearedSubtrees
+        self.clearedLeaves = clearedLeaves
+        self.writtenLeaves = writtenLeaves
+    }
+}
+
+/// Where the Realtime Database keeps its trees: one row per leaf keyed by the path's
+/// order-preserving byte key (``DatabasePathKey``), so a subtree is one range scan. Every
+/// method is async and self-contained (no callbacks run inside a store transaction), so an
+/// implementation may hold its database lock only inside one call.
+public protocol DatabaseTreeStore: Sendable {
+    /// The leaves at or under `path` and the namespace's revision (0 for a new namespace).
+    func subtree(namespace: String, at path: DatabasePath) async throws -> DatabaseSubtree
+    /// The leaves at exactly these paths (the scalars among a write's ancestors).
+    func leaves(namespace: String, at paths: [DatabasePath]) async throws -> [DatabaseLeaf]
+    /// Applies `commit` atomically and durably if the namespace is at its expected revision;
+    /// returns the new revision, or nil when another writer got there first.
+    func apply(_ commit: DatabaseTreeCommit) async throws -> Int64?
+    /// The namespace's rules text, if rules were ever set.
+    func rules(namespace: String) async throws -> String?
+    func setRules(_ text: String, namespace: String) async throws
+}
