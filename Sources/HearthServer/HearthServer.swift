@@ -141,7 +141,7 @@ public struct HearthServer: Sendable {
     /// `onReady` receives the bound ports once every listener is up (as the ready file does).
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
-        let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore", "storage", "s3"], logger: logger, onReady: onReady)
+        let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore", "storage", "s3", "api"], logger: logger, onReady: onReady)
         let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let storage = StorageRESTResponder(
@@ -172,6 +172,7 @@ public struct HearthServer: Sendable {
             listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready, server: Self.bulkHTTP1),
         ]
         services.append(ListenHeartbeat(engine: engine))
+        services += try await appAPIServices(authenticator: authenticator, ready: ready)  // the api port (docs/app-backend.md)
         if let file = configuration.firestoreRulesFile {
             services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))
         }
@@ -200,6 +201,9 @@ final class ReadyFile: Sendable {
         self.logger = logger
         self.onReady = onReady
     }
+
+    /// The port a service is bound to, once it is.
+    func port(_ service: String) -> Int? { bound.withLock { $0[service] } }
 
     func bound(_ service: String, _ port: Int) {
         let complete: [String: Int]? = bound.withLock { ports in

@@ -6,7 +6,7 @@ public import HearthAuth
 public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port per service name (`firestore`, later `auth`, `storage`, …); 0 = any free port.
-    public var ports: [String: Int] = ["auth": 9099, "firestore": 8080, "storage": 9199, "s3": 9900]
+    public var ports: [String: Int] = ["auth": 9099, "firestore": 8080, "storage": 9199, "s3": 9900, "api": 8000]
     public var dataDirectory: String = "./hearth-data"
     public var project: String = "demo-hearth"
     public var emulator: Bool = false
@@ -30,6 +30,9 @@ public struct ServerConfiguration: Sendable {
     public var authLinkDomains: [String] = []
     /// Where the auth port's emails go (`--smtp-url`); nil keeps them in `<data-dir>/outbox/`.
     public var smtp: SMTPMailer?
+
+    /// The api port: the file registry (docs/app-backend.md).
+    public var api: APIConfiguration = .init()
 
     public init() {}
 
