@@ -18,6 +18,9 @@ public struct FileRecord: Sendable, Equatable {
     public var updatedAt: Timestamp
     /// Why a `failed` file failed.
     public var failureReason: String?
+    /// The object generation `complete` checked; a later overwrite (the presigned URL may still
+    /// be valid) is caught by comparing it.
+    public var objectGeneration: Int64?
     /// The document's update time, the precondition of the next change.
     public var version: Timestamp
 
@@ -43,6 +46,7 @@ public struct FileRecord: Sendable, Equatable {
         if case .timestamp(let t)? = fields["createdAt"] { createdAt = t } else { createdAt = document.createTime }
         if case .timestamp(let t)? = fields["updatedAt"] { updatedAt = t } else { updatedAt = document.updateTime }
         if case .string(let reason)? = fields["failureReason"] { failureReason = reason }
+        if case .integer(let generation)? = fields["objectGeneration"] { objectGeneration = generation }
         version = document.updateTime
     }
 }

@@ -147,14 +147,26 @@ public struct FileRegistry: Sendable {
             guard let object = try await objects.object(record.bucket, record.key) else {
                 throw FileRegistryError(.objectMissing, "Uploaded object not found; upload the file before completing it")
             }
-            if let refusal = try await refusal(of: object, record: record) {
+            let refusal: FileRegistryError?
+            do {
+                refusal = try await self.refusal(of: object, record: record)
+            } catch let error as HearthError where error.code == .notFound {
+                // Deleted while being read (a concurrent refusal): judge again from the new state.
+                record = try await self.record(fileId, owner: owner)
+                continue
+            }
+            if let refusal {
                 try await deleteObject(record)
                 if try await update(record, ["status": .string(FileRecord.Status.failed.rawValue), "failureReason": .string(refusal.message)]) != nil {
                     logger.info("file upload refused", metadata: ["fileId": "\(fileId)", "reason": "\(refusal.message)"])
                     throw refusal
                 }
             } else if let ready = try await update(
-                record, ["status": .string(FileRecord.Status.ready.rawValue), "sizeBytes": .integer(object.size)])
+                record,
+                [
+                    "status": .string(FileRecord.Status.ready.rawValue), "sizeBytes": .integer(object.size),
+                    "objectGeneration": .integer(object.generation),
+                ])
             {
                 return ready
             }
@@ -195,6 +207,14 @@ public struct FileRegistry: Sendable {
     public func presignDownload(owner: String, fileId: String) async throws -> (url: URL, expiresInSeconds: Int) {
         let record = try await self.record(fileId, owner: owner)
         guard record.status == .ready else { throw FileRegistryError(.notReady, "File is not ready (status: \(record.status.rawValue))") }
+        // The upload URL may outlive `complete`: bytes written after the check were never checked.
+        let object = try await objects.object(record.bucket, record.key)
+        if object == nil || object?.generation != record.objectGeneration {
+            let reason = "The object changed after the upload was completed"
+            if object != nil { try await deleteObject(record) }
+            _ = try await update(record, ["status": .string(FileRecord.Status.failed.rawValue), "failureReason": .string(reason)])
+            throw FileRegistryError(.objectChanged, reason)
+        }
         let url = try presigner().presignedURL(method: "GET", bucket: record.bucket, key: record.key, expires: policy.presignExpiresSeconds)
         return (url, policy.presignExpiresSeconds)
     }

@@ -10,6 +10,9 @@ public struct FileRegistryError: Error, Sendable, CustomStringConvertible {
         case objectMissing
         /// `presign-download` of a file that is not `ready`.
         case notReady
+        /// `presign-download`: the object was overwritten or removed after `complete` checked it;
+        /// the file is now `failed`.
+        case objectChanged
         /// `complete` of a file that already `failed`.
         case alreadyFailed
         /// The declared content type is not configured.

@@ -21,9 +21,24 @@ ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 LIMIT = 4096
 
 
+FILES_RULES = """rules_version = '2';
+service cloud.firestore {
+  match /databases/{database}/documents {
+    match /files/{fileId} {
+      allow read: if request.auth != null && resource.data.ownerUid == request.auth.uid;
+      allow write: if false;
+    }
+  }
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
-    s = start_api_server(tmp_path_factory, "api-files", {"maxUploadBytes": LIMIT, "bucket": "app-uploads"})
+    rules = tmp_path_factory.mktemp("api-files-rules") / "firestore.rules"
+    rules.write_text(FILES_RULES)  # the rules docs/app-backend.md tells apps to ship
+    s = start_api_server(tmp_path_factory, "api-files", {"maxUploadBytes": LIMIT, "bucket": "app-uploads"},
+                         extra_args=("--firestore-rules", str(rules)))
     yield s
     s.stop()
 
@@ -339,3 +354,33 @@ def test_unfinished_uploads_expire(tmp_path_factory):
         assert "failed" in detail(user.complete(p["fileId"]), 409)
     finally:
         s.stop()
+
+
+def test_overwrite_after_complete_is_caught(srv, alice):
+    p = alice.presign("image/jpeg", "jpg")
+    assert alice.upload(p, JPEG).status_code == 200
+    assert alice.complete(p["fileId"]).status_code == 200
+    # The presigned PUT is still valid: unchecked bytes replace the checked ones.
+    assert alice.upload(p, b"<script>not a jpeg</script>").status_code == 200
+    assert "changed after the upload" in detail(alice.call("POST", f"/v1/files/{p['fileId']}/presign-download"), 409)
+    fields = admin_document(srv, p["fileId"]).json()["fields"]
+    assert fields["status"] == {"stringValue": "failed"}
+    assert admin_object(srv, p["bucket"], p["key"]).status_code == 404
+
+
+def test_clients_read_their_records_through_firestore(srv, alice, bob):
+    p = alice.upload_ready()
+    docs = f"{srv.rest_base}/v1/projects/demo-hearth/databases/(default)/documents"
+    mine = requests.get(f"{docs}/files/{p['fileId']}", headers={"Authorization": f"Bearer {alice.token}"}, timeout=30)
+    assert mine.status_code == 200 and mine.json()["fields"]["status"] == {"stringValue": "ready"}
+    assert requests.get(f"{docs}/files/{p['fileId']}", headers={"Authorization": f"Bearer {bob.token}"}, timeout=30).status_code == 403
+    query = {"structuredQuery": {"from": [{"collectionId": "files"}],
+                                 "where": {"fieldFilter": {"field": {"fieldPath": "ownerUid"}, "op": "EQUAL", "value": {"stringValue": alice.uid}}}}}
+    rows = requests.post(f"{docs}:runQuery", json=query, headers={"Authorization": f"Bearer {alice.token}"}, timeout=30).json()
+    names = {r["document"]["name"].rsplit("/", 1)[1] for r in rows if "document" in r}
+    assert p["fileId"] in names
+    # Nobody writes the registry but the server.
+    patch = requests.patch(f"{docs}/files/{p['fileId']}", json={"fields": {"status": {"stringValue": "ready"}, "ownerUid": {"stringValue": alice.uid}}},
+                           headers={"Authorization": f"Bearer {alice.token}"}, timeout=30)
+    assert patch.status_code == 403
+    assert requests.delete(f"{docs}/files/{p['fileId']}", headers={"Authorization": f"Bearer {alice.token}"}, timeout=30).status_code == 403

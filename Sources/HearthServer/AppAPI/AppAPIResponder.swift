@@ -320,7 +320,7 @@ struct APIError: Error {
             switch error.reason {
             case .fileNotFound: 404
             case .notOwner: 403
-            case .objectMissing, .notReady, .alreadyFailed: 409
+            case .objectMissing, .notReady, .alreadyFailed, .objectChanged: 409
             case .contentTypeNotAllowed, .invalidExtension, .sizeNotAllowed, .contentMismatch: 422
             case .invalidPage: 400
             }
