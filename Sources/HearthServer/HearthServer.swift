@@ -142,7 +142,9 @@ public struct HearthServer: Sendable {
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
         let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore", "storage", "s3", "api"], logger: logger, onReady: onReady)
-        let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
+        var authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
+        let appCheck = try openAppCheck()  // App Check (docs/app-backend.md)
+        authenticator.appCheckGates = appCheckGates(appCheck)
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let storage = StorageRESTResponder(
             store: objects, authenticator: authenticator,
@@ -172,7 +174,7 @@ public struct HearthServer: Sendable {
             listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready, server: Self.bulkHTTP1),
         ]
         services.append(ListenHeartbeat(engine: engine))
-        services += try await appAPIServices(authenticator: authenticator, ready: ready)  // the api port (docs/app-backend.md)
+        services += try await appAPIServices(authenticator: authenticator, appCheck: appCheck, ready: ready)  // the api port (docs/app-backend.md)
         if let file = configuration.firestoreRulesFile {
             services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))
         }

@@ -240,3 +240,74 @@ def test_cli_lists_and_validates(srv):
     bad = subprocess.run([hearth_binary(), "admin", "app-check", "apps", "add", "../evil", "--data-dir", str(srv.data_dir)],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0
+
+
+OPEN_FIRESTORE_RULES = """rules_version = '2';
+service cloud.firestore {
+  match /databases/{database}/documents {
+    match /{document=**} { allow read, write: if request.auth != null; }
+  }
+}
+"""
+OPEN_STORAGE_RULES = """rules_version = '2';
+service firebase.storage {
+  match /b/{bucket}/o {
+    match /{allPaths=**} { allow read, write: if request.auth != null; }
+  }
+}
+"""
+
+
+def test_enforced_on_firestore_and_storage(tmp_path_factory):
+    """X-Firebase-AppCheck on Firestore REST and Firebase Storage, x-firebase-appcheck metadata on
+    Firestore gRPC: refused with each protocol's PERMISSION_DENIED when missing or invalid."""
+    import grpc
+    from google.api_core import exceptions as gexc
+    from google.cloud.firestore_v1.services.firestore import FirestoreClient
+    from google.cloud.firestore_v1.services.firestore.transports.grpc import FirestoreGrpcTransport
+
+    rules_dir = tmp_path_factory.mktemp("appcheck-rules")
+    (rules_dir / "firestore.rules").write_text(OPEN_FIRESTORE_RULES)
+    (rules_dir / "storage.rules").write_text(OPEN_STORAGE_RULES)
+    s = start_api_server(
+        tmp_path_factory, "api-appcheck-services",
+        {"appCheck": {"enforcement": {"firestore": "enforce", "storage": "enforce"}}},
+        extra_args=("--firestore-rules", str(rules_dir / "firestore.rules"), "--storage-rules", str(rules_dir / "storage.rules")))
+    try:
+        admin_cli(s, "apps", "add", APP)
+        admin_cli(s, "debug-tokens", "add", "--app", APP, DEBUG_SECRET)
+        token = exchange_debug(s).json()["token"]
+        user = ApiUser(s)
+        auth = {"Authorization": f"Bearer {user.token}"}
+        doc = f"{s.rest_base}/v1/projects/{PROJECT}/databases/(default)/documents/things/t1"
+        body = {"fields": {"n": {"integerValue": "1"}}}
+        for extra in ({}, {"X-Firebase-AppCheck": PLACEHOLDER}):
+            r = requests.patch(doc, json=body, headers={**auth, **extra}, timeout=30)
+            assert r.status_code == 403 and r.json()["error"]["status"] == "PERMISSION_DENIED", r.text
+        r = requests.patch(doc, json=body, headers={**auth, "X-Firebase-AppCheck": token}, timeout=30)
+        assert r.status_code == 200, r.text
+        # The admin credential is privileged: no App Check needed.
+        assert requests.get(doc, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30).status_code == 200
+
+        channel = grpc.insecure_channel(f"127.0.0.1:{s.port}")
+        client = FirestoreClient(transport=FirestoreGrpcTransport(channel=channel))
+        name = f"projects/{PROJECT}/databases/(default)/documents/things/t1"
+        bearer = ("authorization", f"Bearer {user.token}")
+        for metadata in ([bearer], [bearer, ("x-firebase-appcheck", PLACEHOLDER)]):
+            with pytest.raises(gexc.PermissionDenied):
+                client.get_document(request={"name": name}, metadata=metadata, timeout=30)
+        got = client.get_document(request={"name": name}, metadata=[bearer, ("x-firebase-appcheck", token)], timeout=30)
+        assert got.fields["n"].integer_value == 1
+        channel.close()
+
+        bucket = f"{PROJECT}.appspot.com"
+        upload = f"{s.storage_base}/v0/b/{bucket}/o?name=u/a.txt"
+        firebase_auth = {"Authorization": f"Firebase {user.token}", "Content-Type": "text/plain"}
+        r = requests.post(upload, data=b"hi", headers=firebase_auth, timeout=30)
+        assert r.status_code == 403, r.text
+        r = requests.post(upload, data=b"hi", headers={**firebase_auth, "X-Firebase-AppCheck": PLACEHOLDER}, timeout=30)
+        assert r.status_code == 403, r.text
+        r = requests.post(upload, data=b"hi", headers={**firebase_auth, "X-Firebase-AppCheck": token}, timeout=30)
+        assert r.status_code == 200, r.text
+    finally:
+        s.stop()

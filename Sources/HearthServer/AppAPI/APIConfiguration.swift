@@ -29,7 +29,7 @@ public struct APIConfiguration: Sendable {
     public var appCheckProjectNumber: String?
     /// Lifetime of issued App Check tokens.
     public var appCheckTokenTTLSeconds: Int64 = 3600
-    /// App Check enforcement per service (`api`; other services are not checked yet).
+    /// App Check enforcement per service: `api`, `firestore` (REST header and gRPC metadata), `storage` (Firebase Storage v0).
     public var appCheckEnforcement: [String: AppCheckMode] = [:]
 
     public init() {}
@@ -101,9 +101,9 @@ public struct APIConfiguration: Sendable {
                             throw HearthError.invalidArgument("\(source): appCheck.enforcement must map services to off, monitor or enforce.")
                         }
                         for (service, mode) in modes {
-                            guard service == "api", let text = mode.stringValue, let parsed = AppCheckMode(rawValue: text) else {
+                            guard ["api", "firestore", "storage"].contains(service), let text = mode.stringValue, let parsed = AppCheckMode(rawValue: text) else {
                                 throw HearthError.invalidArgument(
-                                    "\(source): appCheck.enforcement.\(service) must be off, monitor or enforce (services: api).")
+                                    "\(source): appCheck.enforcement.\(service) must be off, monitor or enforce (services: api, firestore, storage).")
                             }
                             out.appCheckEnforcement[service] = parsed
                         }

@@ -11,7 +11,7 @@ public import Foundation
 
 extension HearthServer {
     /// The api port's listener and the service that expires unfinished uploads.
-    func appAPIServices(authenticator: Authenticator, ready: ReadyFile) async throws -> [any Service] {
+    func appAPIServices(authenticator: Authenticator, appCheck: AppCheckEngine, ready: ReadyFile) async throws -> [any Service] {
         let api = configuration.api
         let bucket = api.bucket ?? configuration.defaultBucket
         try await objects.createBucket(bucket, ifMissing: true)
@@ -36,7 +36,6 @@ extension HearthServer {
             },
             logger: logger)
         try await registry.declareIndexes()
-        let appCheck = try openAppCheck()
         let gate = AppCheckGate(service: "api", mode: api.appCheckEnforcement["api"] ?? .off, engine: appCheck, logger: logger)
         return [
             listener(
@@ -62,6 +61,17 @@ extension HearthServer {
     /// The App Check store of a data directory (shared with `hearth admin app-check`).
     public static func openAppCheckStore(directory: URL) throws -> GRDBAppCheckStore {
         try GRDBAppCheckStore.open(path: directory.appendingPathComponent("app-check.sqlite").path)
+    }
+
+    /// App Check for the other services' transports, by configuration (`firestore`, `storage`).
+    func appCheckGates(_ engine: AppCheckEngine) -> [String: AppCheckGate] {
+        var gates: [String: AppCheckGate] = [:]
+        for service in ["firestore", "storage"] {
+            if let mode = configuration.api.appCheckEnforcement[service], mode != .off {
+                gates[service] = AppCheckGate(service: service, mode: mode, engine: engine, logger: logger)
+            }
+        }
+        return gates
     }
 
     /// The S3 key presigned URLs are signed with: from the environment, else the server's own
