@@ -74,6 +74,7 @@ public struct FileRegistry: Sendable {
     /// `users/<uid>/uploads/<fileId>.<ext>` in the registry's bucket.
     public func presignUpload(owner: String, contentType: String, fileExtension: String, declaredSize: Int64?) async throws -> PresignedUpload {
         let (type, ext) = try policy.validate(contentType: contentType, fileExtension: fileExtension, declaredSize: declaredSize)
+        try FileUploadPolicy.validateKeySegment(uid: owner)
         let fileId = ULID.make(now: now()).text
         let key = "users/\(owner)/uploads/\(fileId).\(ext)"
         let signer = try presigner()

@@ -25,6 +25,8 @@ public struct FileRegistryError: Error, Sendable, CustomStringConvertible {
         case contentMismatch
         /// A malformed `pageToken` or `pageSize`.
         case invalidPage
+        /// The caller's uid has characters an object key must not get from it.
+        case invalidUser
     }
 
     public var reason: Reason

@@ -63,6 +63,19 @@ public struct FileUploadPolicy: Sendable, Equatable {
         return (type, ext)
     }
 
+    /// Checks that a uid can be a segment of an object key: 1–128 characters of letters, digits
+    /// and `._@+=-`, not `.` or `..` (custom tokens may carry any uid; a `/`, a dot segment or a
+    /// control character must never shape the key the server chooses).
+    public static func validateKeySegment(uid: String) throws(FileRegistryError) {
+        let allowed: (UInt8) -> Bool = { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || Array("._@+=-".utf8).contains(byte)
+        }
+        guard (1...128).contains(uid.utf8.count), uid != ".", uid != "..", uid.utf8.allSatisfy(allowed) else {
+            throw FileRegistryError(.invalidUser, "This user id cannot be used in an object key")
+        }
+    }
+
     /// A value quoted for a message, with control characters escaped so logs and bodies stay readable.
     static func quoted(_ text: String) -> String {
         var out = "'"

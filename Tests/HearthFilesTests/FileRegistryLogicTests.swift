@@ -56,6 +56,16 @@ import Testing
         } throws: { ($0 as? FileRegistryError)?.reason == .sizeNotAllowed }
     }
 
+    @Test(arguments: ["Xq3kP9aL2mN8bV4cR7tY1wZ0eF5g", "alice@example.com", "user_1+tag=x-y"])
+    func acceptsUidsAsKeySegments(_ uid: String) throws {
+        try FileUploadPolicy.validateKeySegment(uid: uid)
+    }
+
+    @Test(arguments: ["", ".", "..", "a/b", "../x", "a\u{0}b", "é", String(repeating: "u", count: 129), "a b"])
+    func refusesUidsThatWouldShapeTheKey(_ uid: String) {
+        #expect { try FileUploadPolicy.validateKeySegment(uid: uid) } throws: { ($0 as? FileRegistryError)?.reason == .invalidUser }
+    }
+
     @Test func quotesControlCharactersVisibly() {
         #expect(FileUploadPolicy.quoted("a\u{0}b") == "'a\\u{0}b'")
     }

@@ -321,7 +321,7 @@ struct APIError: Error {
             case .fileNotFound: 404
             case .notOwner: 403
             case .objectMissing, .notReady, .alreadyFailed, .objectChanged: 409
-            case .contentTypeNotAllowed, .invalidExtension, .sizeNotAllowed, .contentMismatch: 422
+            case .contentTypeNotAllowed, .invalidExtension, .sizeNotAllowed, .contentMismatch, .invalidUser: 422
             case .invalidPage: 400
             }
         self.init(status: status, detail: .string(error.message))
