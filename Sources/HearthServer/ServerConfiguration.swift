@@ -1,6 +1,7 @@
 import HearthDocuments
 public import HearthStorage
 public import HearthAuth
+public import HearthFiles
 
 /// Everything `hearth serve` is configured with (flags > environment > firebase.json > defaults).
 public struct ServerConfiguration: Sendable {
@@ -33,6 +34,8 @@ public struct ServerConfiguration: Sendable {
 
     /// The api port: the file registry (docs/app-backend.md).
     public var api: APIConfiguration = .init()
+    /// The lifecycle worker's rules (`--lifecycle`); nil = no worker.
+    public var lifecycle: LifecycleRules?
 
     public init() {}
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HearthCore
+import HearthFiles
 import HearthServer
 import Logging
 
@@ -88,6 +89,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("api-config"), help: "JSON file with the file registry's settings: bucket, maxUploadBytes, contentTypes, strictUploads, presignExpiresSeconds, pendingTimeoutSeconds, sweepIntervalSeconds, s3PublicURL (env HEARTH_API_CONFIG; see docs/app-backend.md). The presigning key comes from HEARTH_API_S3_ACCESS_KEY_ID and HEARTH_API_S3_SECRET_ACCESS_KEY, else the server makes its own.")
     var apiConfig: String?
 
+    @Option(name: .customLong("lifecycle"), help: "Lifecycle rules (cascade deletes, TTL, storage expiry) for the worker inside the server (env HEARTH_LIFECYCLE; see docs/app-backend.md; dry run: hearth lifecycle plan).")
+    var lifecycle: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
     var logLevel: String?
 
@@ -144,6 +148,9 @@ struct Serve: AsyncParsableCommand {
         config.ports["api"] = apiPort ?? firebase.ports["api"] ?? ServerConfiguration.defaultPorts["api"]!
         if let file = apiConfig ?? env["HEARTH_API_CONFIG"] {
             do { config.api = try APIConfiguration.load(file) } catch let error as HearthError { throw ValidationError("--api-config: \(error.message)") }
+        }
+        if let file = lifecycle ?? env["HEARTH_LIFECYCLE"] {
+            do { config.lifecycle = try LifecycleRules.load(file) } catch { throw ValidationError("--lifecycle: \(error.message)") }
         }
         config.api.s3AccessKeyID = env["HEARTH_API_S3_ACCESS_KEY_ID"]
         config.api.s3SecretAccessKey = env["HEARTH_API_S3_SECRET_ACCESS_KEY"]

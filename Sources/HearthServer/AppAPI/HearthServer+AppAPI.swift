@@ -37,7 +37,13 @@ extension HearthServer {
             logger: logger)
         try await registry.declareIndexes()
         let gate = AppCheckGate(service: "api", mode: api.appCheckEnforcement["api"] ?? .off, engine: appCheck, logger: logger)
-        return [
+        var lifecycle: [any Service] = []
+        if let rules = configuration.lifecycle {
+            let worker = LifecycleWorker(
+                rules: rules, documents: engine, database: registry.database, objects: objects, bucket: configuration.defaultBucket, logger: logger)
+            lifecycle.append(LifecycleService(worker: worker))
+        }
+        return lifecycle + [
             listener(
                 "api", AppAPIResponder(registry: registry, authenticator: authenticator, appCheck: appCheck, appCheckGate: gate, logger: logger),
                 ready),
