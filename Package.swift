@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .library(name: "HearthStorage", targets: ["HearthStorage"]),
+        .library(name: "HearthFiles", targets: ["HearthFiles"]),
+        .library(name: "HearthAppCheck", targets: ["HearthAppCheck"]),
         .library(name: "HearthTesting", targets: ["HearthTesting"]),
         .library(name: "HearthTokenVerifier", targets: ["HearthTokenVerifier"]),
         .library(name: "HearthTokenVerifierHummingbird", targets: ["HearthTokenVerifierHummingbird"]),
@@ -96,12 +98,33 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The app backend's file registry (presigned uploads, `files/{fileId}` records, expiry) — no HTTP.
+        .target(
+            name: "HearthFiles",
+            dependencies: [
+                "HearthCore", "HearthDocuments", "HearthStorage",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // App Check: tokens issued (debug and custom-token exchanges), verified, consumed — no HTTP.
+        .target(
+            name: "HearthAppCheck",
+            dependencies: [
+                "HearthCore", "HearthAuth",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Transports only: Firestore v1 REST, Firebase Auth REST, Storage and S3 over Hummingbird.
         .target(
             name: "HearthServer",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthSQLite", "HearthRules", "HearthAuth", "HearthStorage",
-                "HearthDatabase",
+                "HearthDatabase", "HearthFiles", "HearthAppCheck",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -157,7 +180,7 @@ let package = Package(
             name: "hearth",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthStorage", "HearthRules", "HearthTesting",
-                "HearthAuth", "HearthTokenVerifier",
+                "HearthAuth", "HearthTokenVerifier", "HearthAppCheck",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -207,6 +230,14 @@ let package = Package(
             dependencies: [
                 "HearthStorage", "HearthCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
             ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthFilesTests",
+            dependencies: ["HearthFiles", "HearthCore", "HearthDocuments", "HearthSQLite", "HearthStorage"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthAppCheckTests",
+            dependencies: ["HearthAppCheck", "HearthAuth", "HearthCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],

@@ -145,8 +145,10 @@ public struct HearthServer: Sendable {
     /// `onReady` receives the bound ports once every listener is up (as the ready file does).
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
-        let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore", "storage", "s3", "database"], logger: logger, onReady: onReady)
-        let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
+        let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore", "storage", "s3", "database", "api"], logger: logger, onReady: onReady)
+        var authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
+        let appCheck = try openAppCheck()  // App Check (docs/app-backend.md)
+        authenticator.appCheckGates = appCheckGates(appCheck)
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let storage = StorageRESTResponder(
             store: objects, authenticator: authenticator,
@@ -177,6 +179,7 @@ public struct HearthServer: Sendable {
         ]
         services.append(databaseListener(authenticator: authenticator, ready: ready))
         services.append(ListenHeartbeat(engine: engine))
+        services += try await appAPIServices(authenticator: authenticator, appCheck: appCheck, ready: ready)  // the api port (docs/app-backend.md)
         if let file = configuration.firestoreRulesFile {
             services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))
         }
@@ -205,6 +208,9 @@ final class ReadyFile: Sendable {
         self.logger = logger
         self.onReady = onReady
     }
+
+    /// The port a service is bound to, once it is.
+    func port(_ service: String) -> Int? { bound.withLock { $0[service] } }
 
     func bound(_ service: String, _ port: Int) {
         let complete: [String: Int]? = bound.withLock { ports in

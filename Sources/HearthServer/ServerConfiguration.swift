@@ -1,12 +1,13 @@
 import HearthDocuments
 public import HearthStorage
 public import HearthAuth
+public import HearthFiles
 
 /// Everything `hearth serve` is configured with (flags > environment > firebase.json > defaults).
 public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port per service name (`firestore`, later `auth`, `storage`, …); 0 = any free port.
-    public var ports: [String: Int] = ["auth": 9099, "firestore": 8080, "storage": 9199, "s3": 9900, "database": 9000]
+    public var ports: [String: Int] = ["auth": 9099, "firestore": 8080, "storage": 9199, "s3": 9900, "database": 9000, "api": 8000]
     public var dataDirectory: String = "./hearth-data"
     public var project: String = "demo-hearth"
     public var emulator: Bool = false
@@ -30,6 +31,11 @@ public struct ServerConfiguration: Sendable {
     public var authLinkDomains: [String] = []
     /// Where the auth port's emails go (`--smtp-url`); nil keeps them in `<data-dir>/outbox/`.
     public var smtp: SMTPMailer?
+
+    /// The api port: the file registry (docs/app-backend.md).
+    public var api: APIConfiguration = .init()
+    /// The lifecycle worker's rules (`--lifecycle`); nil = no worker.
+    public var lifecycle: LifecycleRules?
 
     public init() {}
 

@@ -94,7 +94,7 @@ struct Bench: AsyncParsableCommand {
         guard !selected.isDisjoint(with: ["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
-        config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0, "database": 0]
+        config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0, "database": 0, "api": 0]
         config.emulator = true
         let server = try await HearthServer.open(config, logger: logger)
         let engine = server.engine

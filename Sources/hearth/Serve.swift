@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HearthCore
+import HearthFiles
 import HearthServer
 import Logging
 
@@ -84,6 +85,16 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("blob-s3-region"), help: "Region for --blob-s3. (default: us-east-1)")
     var blobS3Region: String?
 
+    // The api port (docs/app-backend.md).
+    @Option(name: .customLong("api-port"), help: "App API port (file registry, App Check, /openapi.json, /healthz); 0 picks a free port. (default: 8000, or firebase.json's emulators.api.port)")
+    var apiPort: Int?
+
+    @Option(name: .customLong("api-config"), help: "JSON file with the file registry's settings: bucket, maxUploadBytes, contentTypes, strictUploads, presignExpiresSeconds, pendingTimeoutSeconds, sweepIntervalSeconds, s3PublicURL (env HEARTH_API_CONFIG; see docs/app-backend.md). The presigning key comes from HEARTH_API_S3_ACCESS_KEY_ID and HEARTH_API_S3_SECRET_ACCESS_KEY, else the server makes its own.")
+    var apiConfig: String?
+
+    @Option(name: .customLong("lifecycle"), help: "Lifecycle rules (cascade deletes, TTL, storage expiry) for the worker inside the server (env HEARTH_LIFECYCLE; see docs/app-backend.md; dry run: hearth lifecycle plan).")
+    var lifecycle: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
     var logLevel: String?
 
@@ -137,6 +148,16 @@ struct Serve: AsyncParsableCommand {
                 endpoint: endpoint.url!, region: blobS3Region ?? env["AWS_REGION"] ?? "us-east-1", bucket: bucket, prefix: prefix,
                 accessKeyID: id, secretAccessKey: secret)
         }
+        // The api port (docs/app-backend.md).
+        config.ports["api"] = apiPort ?? firebase.ports["api"] ?? ServerConfiguration.defaultPorts["api"]!
+        if let file = apiConfig ?? env["HEARTH_API_CONFIG"] {
+            do { config.api = try APIConfiguration.load(file) } catch let error as HearthError { throw ValidationError("--api-config: \(error.message)") }
+        }
+        if let file = lifecycle ?? env["HEARTH_LIFECYCLE"] {
+            do { config.lifecycle = try LifecycleRules.load(file) } catch { throw ValidationError("--lifecycle: \(error.message)") }
+        }
+        config.api.s3AccessKeyID = env["HEARTH_API_S3_ACCESS_KEY_ID"]
+        config.api.s3SecretAccessKey = env["HEARTH_API_S3_SECRET_ACCESS_KEY"]
         for (name, port) in config.ports where port < 0 || port > 65535 {
             throw ValidationError("--\(name)-port must be between 0 and 65535.")
         }

@@ -138,6 +138,7 @@ class HearthServer:
             "--s3-port", "0",
             "--database-port", "0",
             "--auth-port", "0",
+            "--api-port", "0",
             "--ready-file", str(self.ready_file),
             *self.extra_args,
         ]

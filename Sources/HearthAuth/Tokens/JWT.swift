@@ -30,7 +30,7 @@ public struct JWT: Sendable {
 
 extension JSON {
     /// An integral number (JWT NumericDate); fractional seconds are truncated.
-    var int64Value: Int64? {
+    public var int64Value: Int64? {
         guard case .number(let text) = self else { return nil }
         if let i = Int64(text) { return i }
         if let d = Double(text), d.isFinite, abs(d) < 9e15 { return Int64(d) }

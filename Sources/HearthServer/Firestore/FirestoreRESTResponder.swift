@@ -90,6 +90,7 @@ public struct FirestoreRESTResponder: HTTPResponder {
         let path = ResourcePath(Array(decoded.dropFirst(6)))
         try path.validate()
         let identity = try await authenticator.identify(authorization: request.headers[.authorization])
+        try await authenticator.checkAppCheck("firestore", token: request.headers[AppAPIResponder.appCheckHeader], identity: identity)
         let target = Target(database: database, path: path, verb: verb, identity: identity)
         let json = FirestoreJSON(database: database)
         var request = request

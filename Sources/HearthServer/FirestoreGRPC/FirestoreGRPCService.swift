@@ -52,7 +52,9 @@ public struct FirestoreGRPCService: Sendable {
 
     /// Who is calling: the `authorization` metadata, exactly as REST reads the header.
     func identity(_ call: GRPCCall) async throws(HearthError) -> Identity {
-        try await authenticator.identify(authorization: call["authorization"])
+        let identity = try await authenticator.identify(authorization: call["authorization"])
+        try await authenticator.checkAppCheck("firestore", token: call["x-firebase-appcheck"], identity: identity)
+        return identity
     }
 
     /// `projects/{p}/databases/{d}`, validated as REST validates the URL.

@@ -19,6 +19,8 @@ public struct Authenticator: Sendable {
     public var tokens: TokenService?
     /// Checks a service account's OAuth2 access token; returns the account's email when valid.
     public var accessTokens: (@Sendable (String) async -> String?)?
+    /// App Check per service (`firestore`, `storage`), checked by ``checkAppCheck(_:token:identity:)``.
+    public var appCheckGates: [String: AppCheckGate] = [:]
 
     public init(emulator: Bool, adminToken: String?, tokens: TokenService?,
                 accessTokens: (@Sendable (String) async -> String?)? = nil) {
@@ -74,6 +76,19 @@ public struct Authenticator: Sendable {
         }
         if let accessTokens, let principal = await accessTokens(token) { return .admin(principal) }
         throw Self.unauthenticated
+    }
+
+    /// App Check for a request to `service` carrying `token` (`X-Firebase-AppCheck`, or the
+    /// `x-firebase-appcheck` gRPC metadata): nothing when the service's mode is off or monitor,
+    /// or the caller is an admin (privileged credentials pass, as on Firebase); otherwise a
+    /// missing or invalid token is PERMISSION_DENIED, which each transport renders in its own way.
+    public func checkAppCheck(_ service: String, token: String?, identity: Identity) async throws(HearthError) {
+        guard let gate = appCheckGates[service], gate.mode != .off, !identity.isAdmin else { return }
+        switch await gate.check(token) {
+        case .allow: return
+        case .missing: throw HearthError(.permissionDenied, "Missing or insufficient permissions. (App Check: no token)")
+        case .invalid: throw HearthError(.permissionDenied, "Missing or insufficient permissions. (App Check: invalid token)")
+        }
     }
 
     static func constantTimeEqual(_ a: String, _ b: String) -> Bool {

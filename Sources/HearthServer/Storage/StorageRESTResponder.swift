@@ -81,6 +81,7 @@ public struct StorageRESTResponder: HTTPResponder {
             object = name
         }
         let identity = try await authenticator.identify(authorization: request.headers[.authorization])
+        try await authenticator.checkAppCheck("storage", token: request.headers[AppAPIResponder.appCheckHeader], identity: identity)
         var request = request
         let method = request.headers[HTTPField.Name("X-HTTP-Method-Override")!].flatMap { HTTPRequest.Method($0.uppercased()) } ?? request.method
         switch (method, object) {

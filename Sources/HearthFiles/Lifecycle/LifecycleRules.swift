@@ -1,0 +1,165 @@
+public import HearthCore
+import Foundation
+
+/// Declarative deletion rules run by ``LifecycleWorker`` (`--lifecycle FILE`):
+///
+/// ```json
+/// {"intervalSeconds": 60, "batchSize": 200, "bucket": "demo-hearth.appspot.com",
+///  "rules": [
+///    {"cascade": "bottles/{bottleId}",
+///     "when": [{"field": "expiresAt", "op": "<", "value": "now"}, {"field": "status", "op": "==", "value": "dead"}],
+///     "storagePrefixes": ["bottles/{bottleId}/"]},
+///    {"ttl": "sessions/{sessionId}", "field": "expireAt"},
+///    {"storageAge": "tmp/", "maxAgeSeconds": 86400}]}
+/// ```
+public struct LifecycleRules: Sendable, Equatable {
+    /// A document pattern: literal collection ids and `{variable}` document ids, ending in a document.
+    public struct Pattern: Sendable, Equatable, CustomStringConvertible {
+        public enum Segment: Sendable, Equatable {
+            case literal(String)
+            case variable(String)
+        }
+
+        public var segments: [Segment]
+
+        public init(parsing text: String) throws(HearthError) {
+            let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count >= 2, parts.count % 2 == 0 else {
+                throw .invalidArgument("Pattern \(text) must name documents: collection/{id}[/collection/{id}…].")
+            }
+            segments = try parts.enumerated().map { (index, part) throws(HearthError) -> Segment in
+                if part.hasPrefix("{") && part.hasSuffix("}") && part.count > 2 {
+                    guard index % 2 == 1 else { throw .invalidArgument("Pattern \(text): collection ids cannot be variables.") }
+                    return .variable(String(part.dropFirst().dropLast()))
+                }
+                guard !part.isEmpty, !part.contains("{"), !part.contains("}") else { throw .invalidArgument("Pattern \(text): bad segment \(part).") }
+                return .literal(part)
+            }
+        }
+
+        /// The collection id of the documents it matches.
+        public var collectionID: String {
+            if case .literal(let id) = segments[segments.count - 2] { return id }
+            return ""
+        }
+
+        /// The variables' values if `path` matches.
+        public func match(_ path: ResourcePath) -> [String: String]? {
+            guard path.segments.count == segments.count else { return nil }
+            var bound: [String: String] = [:]
+            for (segment, value) in zip(segments, path.segments) {
+                switch segment {
+                case .literal(let literal): if literal != value { return nil }
+                case .variable(let name): bound[name] = value
+                }
+            }
+            return bound
+        }
+
+        public var description: String {
+            segments.map { if case .literal(let l) = $0 { l } else if case .variable(let v) = $0 { "{\(v)}" } else { "" } }.joined(separator: "/")
+        }
+    }
+
+    /// One condition on a document field; `now` compares with the time of the sweep.
+    public struct Condition: Sendable, Equatable {
+        public enum Operator: String, Sendable, Equatable { case lessThan = "<", lessThanOrEqual = "<=", equal = "==" }
+        public var field: FieldPath
+        public var op: Operator
+        /// nil = now.
+        public var value: Value?
+    }
+
+    public enum Rule: Sendable, Equatable {
+        /// Documents matching `pattern` that meet any condition: their storage prefixes, their
+        /// subcollections and themselves are deleted.
+        case cascade(pattern: Pattern, when: [Condition], storagePrefixes: [String])
+        /// Documents whose `field` (a timestamp) is in the past are deleted (Firestore TTL).
+        case ttl(pattern: Pattern, field: FieldPath)
+        /// Objects under `prefix` older than `maxAgeSeconds` are deleted.
+        case storageAge(prefix: String, maxAgeSeconds: Int64)
+    }
+
+    public var rules: [Rule]
+    public var intervalSeconds: Int
+    public var batchSize: Int
+    /// The bucket storage prefixes refer to; nil = the project's default bucket.
+    public var bucket: String?
+
+    public init(rules: [Rule], intervalSeconds: Int = 60, batchSize: Int = 200, bucket: String? = nil) {
+        self.rules = rules
+        self.intervalSeconds = intervalSeconds
+        self.batchSize = batchSize
+        self.bucket = bucket
+    }
+
+    /// Substitutes a matched document's variables into a storage prefix; nil if one is unknown.
+    static func expand(_ template: String, _ bound: [String: String]) -> String? {
+        var out = ""
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{") {
+            out += rest[..<open]
+            guard let close = rest[open...].firstIndex(of: "}"), let value = bound[String(rest[rest.index(after: open)..<close])] else { return nil }
+            out += value
+            rest = rest[rest.index(after: close)...]
+        }
+        return out + rest
+    }
+
+    /// Reads a rules file.
+    public static func load(_ path: String) throws(HearthError) -> LifecycleRules {
+        guard let data = FileManager.default.contents(atPath: path) else { throw .failedPrecondition("Cannot read lifecycle rules \(path).") }
+        return try parse(JSON.parse(Array(data)), source: path)
+    }
+
+    public static func parse(_ json: JSON, source: String) throws(HearthError) -> LifecycleRules {
+        guard json.objectValue != nil else { throw .invalidArgument("\(source): expected a JSON object.") }
+        func int(_ key: String, _ value: JSON?, _ range: ClosedRange<Int64>, _ fallback: Int64) throws(HearthError) -> Int64 {
+            guard let value else { return fallback }
+            guard case .number(let text) = value, let number = Int64(text), range.contains(number) else {
+                throw .invalidArgument("\(source): \(key) must be an integer in \(range.lowerBound)...\(range.upperBound).")
+            }
+            return number
+        }
+        var out = LifecycleRules(rules: [])
+        for (key, _) in json.objectValue ?? [] where !["intervalSeconds", "batchSize", "bucket", "rules"].contains(key) {
+            throw .invalidArgument("\(source): unknown setting \(key).")
+        }
+        out.intervalSeconds = Int(try int("intervalSeconds", json["intervalSeconds"], 1...86400, 60))
+        out.batchSize = Int(try int("batchSize", json["batchSize"], 1...500, 200))
+        out.bucket = json["bucket"]?.stringValue
+        guard let rules = json["rules"]?.arrayValue else { throw .invalidArgument("\(source): rules must be a list.") }
+        for (index, rule) in rules.enumerated() {
+            let at = "\(source): rules[\(index)]"
+            if let pattern = rule["cascade"]?.stringValue {
+                guard let when = rule["when"]?.arrayValue, !when.isEmpty else { throw .invalidArgument("\(at): cascade needs when: [conditions].") }
+                var conditions: [Condition] = []
+                for condition in when {
+                    guard let field = condition["field"]?.stringValue, let opText = condition["op"]?.stringValue,
+                        let op = Condition.Operator(rawValue: opText), let value = condition["value"]
+                    else { throw .invalidArgument("\(at): a condition is {\"field\", \"op\": \"<\"|\"<=\"|\"==\", \"value\"}.") }
+                    let parsed: Value?
+                    switch value {
+                    case .string("now"): parsed = nil
+                    case .string(let text): parsed = .string(text)
+                    case .bool(let flag): parsed = .boolean(flag)
+                    case .number(let text): parsed = Int64(text).map(Value.integer) ?? Double(text).map(Value.double)
+                    default: throw .invalidArgument("\(at): condition values are strings, numbers, booleans or \"now\".")
+                    }
+                    conditions.append(Condition(field: try FieldPath(parsing: field), op: op, value: parsed))
+                }
+                let prefixes = rule["storagePrefixes"]?.arrayValue?.compactMap(\.stringValue) ?? []
+                out.rules.append(.cascade(pattern: try Pattern(parsing: pattern), when: conditions, storagePrefixes: prefixes))
+            } else if let pattern = rule["ttl"]?.stringValue {
+                guard let field = rule["field"]?.stringValue else { throw .invalidArgument("\(at): ttl needs field.") }
+                out.rules.append(.ttl(pattern: try Pattern(parsing: pattern), field: try FieldPath(parsing: field)))
+            } else if let prefix = rule["storageAge"]?.stringValue {
+                out.rules.append(.storageAge(prefix: prefix, maxAgeSeconds: try int("maxAgeSeconds", rule["maxAgeSeconds"], 1...(3650 * 86400), 0)))
+                if case .storageAge(_, 0)? = out.rules.last { throw .invalidArgument("\(at): storageAge needs maxAgeSeconds.") }
+            } else {
+                throw .invalidArgument("\(at): a rule is {\"cascade\"…}, {\"ttl\"…} or {\"storageAge\"…}.")
+            }
+        }
+        return out
+    }
+}

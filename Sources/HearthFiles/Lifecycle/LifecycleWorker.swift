@@ -1,0 +1,168 @@
+public import HearthCore
+public import HearthDocuments
+public import HearthStorage
+public import Logging
+import Foundation
+import Synchronization
+
+/// Runs ``LifecycleRules``: finds what they select and deletes it — storage objects first, then
+/// subcollections, the matched document last, so a sweep cut short by a restart leaves the
+/// document to be found and finished by the next one (every step is idempotent). Documents are
+/// deleted through `DocumentEngine.commit` (the single write path) in commits of at most
+/// `batchSize` writes; each rule handles at most `batchSize` matches per pass.
+public struct LifecycleWorker: Sendable {
+    public let rules: LifecycleRules
+    public let documents: DocumentEngine
+    public let database: DatabaseName
+    public let objects: ObjectStore
+    public let bucket: String
+    let now: @Sendable () -> Timestamp
+    let logger: Logger
+
+    public init(
+        rules: LifecycleRules, documents: DocumentEngine, database: DatabaseName, objects: ObjectStore, bucket: String,
+        now: @escaping @Sendable () -> Timestamp = FileRegistry.systemNow, logger: Logger
+    ) {
+        self.rules = rules
+        self.documents = documents
+        self.database = database
+        self.objects = objects
+        self.bucket = rules.bucket ?? bucket
+        self.now = now
+        self.logger = logger
+    }
+
+    /// What a pass would delete, or did.
+    public struct Item: Sendable, Equatable, CustomStringConvertible {
+        public enum Kind: String, Sendable { case document, object }
+        public var kind: Kind
+        public var name: String
+        public var description: String { "\(kind.rawValue) \(name)" }
+    }
+
+    public struct Counts: Sendable, Equatable {
+        public var documents = 0
+        public var objects = 0
+        public var total: Int { documents + objects }
+    }
+
+    /// One pass over every rule. With `dryRun` nothing is deleted and every item that would be is
+    /// reported (bounded by the batch size per rule, like a real pass).
+    public func pass(dryRun: Bool, report: (Item) -> Void = { _ in }) async throws -> Counts {
+        var counts = Counts()
+        let time = now()
+        for rule in rules.rules {
+            switch rule {
+            case .cascade(let pattern, let conditions, let prefixes):
+                var seen = Set<ResourcePath>()
+                for condition in conditions {
+                    let filter = Query.Filter.field(condition.field, Self.op(condition.op), condition.value ?? .timestamp(time))
+                    for document in try await matches(pattern, filter) where seen.insert(document.path).inserted {
+                        guard let bound = pattern.match(document.path) else { continue }
+                        for template in prefixes {
+                            guard let prefix = LifecycleRules.expand(template, bound) else { continue }
+                            counts.objects += try await deletePrefix(prefix, dryRun: dryRun, report: report)
+                        }
+                        counts.documents += try await deleteTree(document.path, dryRun: dryRun, report: report)
+                    }
+                }
+            case .ttl(let pattern, let field):
+                let filter = Query.Filter.field(field, .lessThan, .timestamp(time))
+                let expired = try await matches(pattern, filter).map(\.path)
+                for path in expired { report(Item(kind: .document, name: path.text)) }
+                if !dryRun { try await deleteDocuments(expired) }
+                counts.documents += expired.count
+            case .storageAge(let prefix, let maxAge):
+                let cutoff = time.microseconds - maxAge * 1_000_000
+                var after: String?
+                var removed = 0
+                scan: while removed < rules.batchSize {
+                    let page = try await objects.list(bucket, .init(prefix: prefix, after: after, maxResults: 1000))
+                    for object in page.objects where object.created.microseconds < cutoff {
+                        report(Item(kind: .object, name: object.name))
+                        if !dryRun { try await deleteObject(object.name) }
+                        removed += 1
+                        if removed >= rules.batchSize { break scan }
+                    }
+                    guard let next = page.next else { break }
+                    after = next
+                }
+                counts.objects += removed
+            }
+        }
+        if !dryRun && counts.total > 0 {
+            logger.notice("lifecycle deleted", metadata: ["documents": "\(counts.documents)", "objects": "\(counts.objects)"])
+        }
+        return counts
+    }
+
+    static func op(_ op: LifecycleRules.Condition.Operator) -> Query.Operator {
+        switch op {
+        case .lessThan: .lessThan
+        case .lessThanOrEqual: .lessThanOrEqual
+        case .equal: .equal
+        }
+    }
+
+    /// Documents matching the pattern and the filter, at most a batch.
+    func matches(_ pattern: LifecycleRules.Pattern, _ filter: Query.Filter) async throws -> [Document] {
+        let topLevel = pattern.segments.count == 2
+        let query = Query(
+            collectionId: pattern.collectionID, allDescendants: !topLevel, filter: filter, limit: topLevel ? rules.batchSize : rules.batchSize * 4)
+        let found = try await documents.runQuery(database, query).documents
+        return Array(found.filter { pattern.match($0.path) != nil }.prefix(rules.batchSize))
+    }
+
+    /// Deletes every object under a prefix; returns how many.
+    func deletePrefix(_ prefix: String, dryRun: Bool, report: (Item) -> Void) async throws -> Int {
+        var count = 0
+        var after: String?
+        while true {
+            let page = try await objects.list(bucket, .init(prefix: prefix, after: after, maxResults: 1000))
+            for object in page.objects {
+                report(Item(kind: .object, name: object.name))
+                if !dryRun { try await deleteObject(object.name) }
+                count += 1
+            }
+            guard let next = page.next else { return count }
+            after = next
+        }
+    }
+
+    func deleteObject(_ name: String) async throws {
+        do {
+            try await objects.delete(bucket, name)
+        } catch let error as HearthError where error.code == .notFound {
+            // Deleted meanwhile: the goal is reached.
+        }
+    }
+
+    /// Deletes a document's subcollections (depth first), then the document; returns how many documents.
+    func deleteTree(_ path: ResourcePath, dryRun: Bool, report: (Item) -> Void) async throws -> Int {
+        var count = 0
+        for collection in try await documents.listCollectionIds(database, parent: path) {
+            var after: Query.Cursor?
+            while true {
+                let page = try await documents.runQuery(
+                    database,
+                    Query(parent: path, collectionId: collection, orderBy: [Query.Order(.documentName)], startAt: after, limit: rules.batchSize))
+                    .documents
+                for child in page { count += try await deleteTree(child.path, dryRun: dryRun, report: report) }
+                guard page.count == rules.batchSize, let last = page.last else { break }
+                after = Query.Cursor(values: [.reference(database.name(of: last.path))], before: false)
+            }
+        }
+        report(Item(kind: .document, name: path.text))
+        if !dryRun { try await deleteDocuments([path]) }
+        return count + 1
+    }
+
+    func deleteDocuments(_ paths: [ResourcePath]) async throws {
+        var start = 0
+        while start < paths.count {
+            let chunk = paths[start..<min(paths.count, start + rules.batchSize)]
+            _ = try await documents.commit(database, chunk.map { Write.delete($0) })
+            start += chunk.count
+        }
+    }
+}

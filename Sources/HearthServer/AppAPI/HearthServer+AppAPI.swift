@@ -1,0 +1,94 @@
+import HearthCore
+public import HearthAppCheck
+import HearthAuth
+import HearthDocuments
+import HearthFiles
+import HearthStorage
+import Hummingbird
+import Logging
+import ServiceLifecycle
+public import Foundation
+
+extension HearthServer {
+    /// The api port's listener and the service that expires unfinished uploads.
+    func appAPIServices(authenticator: Authenticator, appCheck: AppCheckEngine, ready: ReadyFile) async throws -> [any Service] {
+        let api = configuration.api
+        let bucket = api.bucket ?? configuration.defaultBucket
+        try await objects.createBucket(bucket, ifMissing: true)
+        let credentials = try await presignCredentials(bucket: bucket)
+        let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
+        let publicURL = api.s3PublicURL
+        let region = api.s3Region
+        let registry = FileRegistry(
+            documents: engine, database: DatabaseName(project: configuration.project, database: "(default)"), objects: objects,
+            bucket: bucket, policy: api.policy,
+            presigner: { [ready] in
+                let endpoint: URL
+                if let publicURL {
+                    endpoint = publicURL
+                } else {
+                    guard let port = ready.port("s3"), let url = URL(string: "http://\(host.contains(":") ? "[\(host)]" : host):\(port)") else {
+                        throw HearthError(.unavailable, "The S3 port is not listening yet.")
+                    }
+                    endpoint = url
+                }
+                return S3Presigner(endpoint: endpoint, region: region, accessKeyID: credentials.id, secretAccessKey: credentials.secret)
+            },
+            logger: logger)
+        try await registry.declareIndexes()
+        let gate = AppCheckGate(service: "api", mode: api.appCheckEnforcement["api"] ?? .off, engine: appCheck, logger: logger)
+        var lifecycle: [any Service] = []
+        if let rules = configuration.lifecycle {
+            let worker = LifecycleWorker(
+                rules: rules, documents: engine, database: registry.database, objects: objects, bucket: configuration.defaultBucket, logger: logger)
+            lifecycle.append(LifecycleService(worker: worker))
+        }
+        return lifecycle + [
+            listener(
+                "api", AppAPIResponder(registry: registry, authenticator: authenticator, appCheck: appCheck, appCheckGate: gate, logger: logger),
+                ready),
+            PendingUploadSweeper(registry: registry, interval: .seconds(api.sweepIntervalSeconds)),
+        ]
+    }
+
+    /// App Check over `<data-dir>/app-check.sqlite`, its signing keys in `<data-dir>/app-check-keys/`;
+    /// custom tokens are accepted from the service accounts that sign auth custom tokens.
+    func openAppCheck() throws -> AppCheckEngine {
+        let directory = URL(fileURLWithPath: configuration.dataDirectory)
+        let store = try Self.openAppCheckStore(directory: directory)
+        let keyRing = try KeyRing(
+            directory: directory.appendingPathComponent("app-check-keys"),
+            policy: .init(rotationInterval: 6 * 3600, maxTokenLifetime: 7 * 86400))
+        return AppCheckEngine(
+            projectID: configuration.project, projectNumber: configuration.api.appCheckProjectNumber, keyRing: keyRing, store: store,
+            customTokenSigners: auth.tokens.customTokenSigners, tokenTTL: configuration.api.appCheckTokenTTLSeconds)
+    }
+
+    /// The App Check store of a data directory (shared with `hearth admin app-check`).
+    public static func openAppCheckStore(directory: URL) throws -> GRDBAppCheckStore {
+        try GRDBAppCheckStore.open(path: directory.appendingPathComponent("app-check.sqlite").path)
+    }
+
+    /// App Check for the other services' transports, by configuration (`firestore`, `storage`).
+    func appCheckGates(_ engine: AppCheckEngine) -> [String: AppCheckGate] {
+        var gates: [String: AppCheckGate] = [:]
+        for service in ["firestore", "storage"] {
+            if let mode = configuration.api.appCheckEnforcement[service], mode != .off {
+                gates[service] = AppCheckGate(service: service, mode: mode, engine: engine, logger: logger)
+            }
+        }
+        return gates
+    }
+
+    /// The S3 key presigned URLs are signed with: from the environment, else the server's own
+    /// key for the registry (created once, limited to its bucket).
+    func presignCredentials(bucket: String) async throws -> (id: String, secret: String) {
+        let api = configuration.api
+        if let id = api.s3AccessKeyID, let secret = api.s3SecretAccessKey { return (id, secret) }
+        let note = "hearth api file registry (\(bucket))"
+        if let key = try await objects.accessKeys().first(where: { $0.note == note && !$0.revoked }) { return (key.id, key.secret) }
+        let key = try await objects.createAccessKey(buckets: [bucket], note: note)
+        logger.notice("created the api port's S3 key for presigned URLs", metadata: ["id": "\(key.id)", "bucket": "\(bucket)"])
+        return (key.id, key.secret)
+    }
+}

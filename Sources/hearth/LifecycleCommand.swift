@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+import HearthCore
+import HearthDocuments
+import HearthFiles
+import HearthSQLite
+import HearthStorage
+import Logging
+
+/// `hearth lifecycle plan`: what the lifecycle rules would delete now, without deleting.
+struct LifecycleCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lifecycle", abstract: "Inspect the lifecycle worker's rules (docs/app-backend.md).", subcommands: [Plan.self])
+
+    struct Plan: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List what one pass of the lifecycle rules would delete now (a dry run; nothing is deleted).")
+        @OptionGroup var data: DataDirOption
+        @Option(name: .customLong("config"), help: "The lifecycle rules file (as `hearth serve --lifecycle`).") var config: String
+        @Option(help: "Project id. (default: demo-hearth)") var project: String = "demo-hearth"
+
+        func run() async throws {
+            let rules: LifecycleRules
+            do { rules = try LifecycleRules.load(config) } catch { throw ValidationError(error.message) }
+            let store = try SQLiteDocumentStore(path: data.url.appendingPathComponent("hearth.sqlite").path)
+            let engine = try await DocumentEngine(store: store, logger: Logger(label: "hearth.lifecycle"))
+            let worker = LifecycleWorker(
+                rules: rules, documents: engine, database: DatabaseName(project: project, database: "(default)"), objects: try data.openObjects(),
+                bucket: "\(project).appspot.com", logger: Logger(label: "hearth.lifecycle"))
+            let counts = try await worker.pass(dryRun: true) { item in print(item.description) }
+            print("would delete \(counts.documents) documents and \(counts.objects) objects (one pass, at most \(rules.batchSize) matches per rule)")
+        }
+    }
+}

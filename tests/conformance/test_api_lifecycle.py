@@ -1,0 +1,163 @@
+"""The lifecycle worker (docs/app-backend.md) on a data set of thousands of documents: cascade
+deletes (storage prefix, subcollections, document) when a condition holds, TTL, age-based storage
+expiry; `hearth lifecycle plan` as a dry run; a SIGKILL in the middle of a sweep, after which the
+restarted worker finishes the job and touches nothing live."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from urllib.parse import quote
+
+import pytest
+import requests
+
+from apiutil import ADMIN_TOKEN, start_api_server
+from authutil import hearth_binary
+from conftest import PROJECT
+
+pytestmark = pytest.mark.hearth_only(reason="the lifecycle worker is Hearth's")
+
+EXPIRED, DEAD, LIVE = 2000, 400, 400
+WITH_CHAT = 300          # bottles (of each kind) with a chat subcollection document
+WITH_MEDIA = 40          # bottles (of each kind) with storage objects under bottles/{id}/
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+PAST, FUTURE = "2020-01-01T00:00:00Z", "2100-01-01T00:00:00Z"
+RULES = {
+    "intervalSeconds": 1, "batchSize": 200,
+    "rules": [
+        {"cascade": "bottles/{bottleId}",
+         "when": [{"field": "expiresAt", "op": "<", "value": "now"}, {"field": "status", "op": "==", "value": "dead"}],
+         "storagePrefixes": ["bottles/{bottleId}/"]},
+        {"ttl": "sessions/{sessionId}", "field": "expireAt"},
+        {"storageAge": "tmp/", "maxAgeSeconds": 1},
+    ],
+}
+
+
+def docs_url(srv):
+    return f"{srv.rest_base}/v1/projects/{PROJECT}/databases/(default)/documents"
+
+
+def commit(srv, writes):
+    for start in range(0, len(writes), 500):
+        r = requests.post(f"{docs_url(srv)}:commit", json={"writes": writes[start:start + 500]}, headers=ADMIN, timeout=60)
+        assert r.status_code == 200, r.text
+
+
+def count(srv, collection, parent=""):
+    body = {"structuredAggregationQuery": {"structuredQuery": {"from": [{"collectionId": collection}]},
+                                           "aggregations": [{"alias": "n", "count": {}}]}}
+    r = requests.post(f"{docs_url(srv)}{parent}:runAggregationQuery", json=body, headers=ADMIN, timeout=60)
+    assert r.status_code == 200, r.text
+    return int(r.json()[0]["result"]["aggregateFields"]["n"]["integerValue"])
+
+
+def objects(srv, prefix):
+    r = requests.get(f"{srv.storage_base}/storage/v1/b/{PROJECT}.appspot.com/o", params={"prefix": prefix, "maxResults": 1000},
+                     headers=ADMIN, timeout=60)
+    assert r.status_code == 200, r.text
+    return [o["name"] for o in r.json().get("items", [])]
+
+
+def put_object(srv, name, data=b"x"):
+    r = requests.post(f"{srv.storage_base}/upload/storage/v1/b/{PROJECT}.appspot.com/o",
+                      params={"uploadType": "media", "name": name}, data=data, headers={**ADMIN, "Content-Type": "image/jpeg"}, timeout=60)
+    assert r.status_code == 200, r.text
+
+
+def name(path):
+    return f"projects/{PROJECT}/databases/(default)/documents/{path}"
+
+
+def bottle(kind, i):
+    return f"{kind}-{i:05d}"
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    s = start_api_server(tmp_path_factory, "api-lifecycle")
+    rules = s.workdir / "lifecycle.json"
+    rules.write_text(json.dumps(RULES))
+    s.lifecycle_rules = rules
+    writes = []
+    for kind, n, expires, status in (("exp", EXPIRED, PAST, "live"), ("dead", DEAD, FUTURE, "dead"), ("live", LIVE, FUTURE, "live")):
+        for i in range(n):
+            fields = {"expiresAt": {"timestampValue": expires}, "status": {"stringValue": status}}
+            writes.append({"update": {"name": name(f"bottles/{bottle(kind, i)}"), "fields": fields}})
+            if i < WITH_CHAT:
+                writes.append({"update": {"name": name(f"bottles/{bottle(kind, i)}/chat/m1"), "fields": {"text": {"stringValue": "hi"}}}})
+    for i in range(50):
+        writes.append({"update": {"name": name(f"sessions/old-{i}"), "fields": {"expireAt": {"timestampValue": PAST}}}})
+        writes.append({"update": {"name": name(f"sessions/new-{i}"), "fields": {"expireAt": {"timestampValue": FUTURE}}}})
+    commit(s, writes)
+    for kind in ("exp", "dead", "live"):
+        for i in range(WITH_MEDIA):
+            put_object(s, f"bottles/{bottle(kind, i)}/content/message_image.jpg")
+            put_object(s, f"bottles/{bottle(kind, i)}/chat/m1/audio.m4a")
+    put_object(s, "tmp/old.bin")
+    put_object(s, "keep/me.bin")
+    yield s
+    s.stop()
+
+
+def test_plan_is_a_dry_run(srv):
+    srv.stop()
+    time.sleep(1.5)  # tmp/old.bin must be older than its rule's 1 second
+    r = subprocess.run([hearth_binary(), "lifecycle", "plan", "--config", str(srv.lifecycle_rules), "--data-dir", str(srv.data_dir),
+                        "--project", PROJECT], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[-1].startswith("would delete ")
+    listed = set(lines[:-1])
+    assert f"document bottles/{bottle('exp', 0)}" in listed and f"document bottles/{bottle('exp', 0)}/chat/m1" in listed
+    assert f"object bottles/{bottle('exp', 0)}/content/message_image.jpg" in listed
+    assert f"document bottles/{bottle('dead', 0)}" in listed
+    assert "document sessions/old-0" in listed and "object tmp/old.bin" in listed
+    assert not any("live-" in line or "sessions/new" in line or "keep/" in line for line in listed)
+    srv.start()
+    # Nothing was deleted.
+    assert count(srv, "bottles") == EXPIRED + DEAD + LIVE
+    assert len(objects(srv, "bottles/")) == 6 * WITH_MEDIA
+
+
+def test_worker_sweeps_and_resumes_after_a_crash(srv):
+    srv.extra_args += ["--lifecycle", str(srv.lifecycle_rules)]
+    srv.stop()
+    srv.start()
+    # Let the sweep get going, then kill the process mid-sweep.
+    deadline = time.monotonic() + 60
+    while count(srv, "bottles") == EXPIRED + DEAD + LIVE and time.monotonic() < deadline:
+        time.sleep(0.05)
+    remaining = count(srv, "bottles")
+    assert remaining < EXPIRED + DEAD + LIVE, "the worker did not start"
+    assert remaining > LIVE, "the sweep finished before the crash"
+    srv.crash_and_restart()
+    deadline = time.monotonic() + 180
+    while count(srv, "bottles") > LIVE and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert count(srv, "bottles") == LIVE
+    # Live bottles keep everything; nothing of the expired or dead ones is left.
+    r = requests.get(f"{docs_url(srv)}/bottles/{bottle('live', 0)}/chat/m1", headers=ADMIN, timeout=30)
+    assert r.status_code == 200
+    for kind in ("exp", "dead"):
+        assert requests.get(f"{docs_url(srv)}/bottles/{bottle(kind, 0)}", headers=ADMIN, timeout=30).status_code == 404
+        assert requests.get(f"{docs_url(srv)}/bottles/{bottle(kind, 0)}/chat/m1", headers=ADMIN, timeout=30).status_code == 404
+    assert count(srv, "chat", parent=f"/bottles/{bottle('live', 1)}") == 1
+    left = objects(srv, "bottles/")
+    assert len(left) == 2 * WITH_MEDIA and all(n.startswith("bottles/live-") for n in left)
+    deadline = time.monotonic() + 30
+    while (count(srv, "sessions") > 50 or objects(srv, "tmp/")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert count(srv, "sessions") == 50 and objects(srv, "tmp/") == [] and objects(srv, "keep/") == ["keep/me.bin"]
+    assert "lifecycle deleted" in srv.output()
+
+
+def test_bad_rules_stop_the_server_at_start(tmp_path_factory, srv):
+    bad = srv.workdir / "bad-lifecycle.json"
+    for rules in ({"rules": [{"cascade": "bottles", "when": []}]}, {"rules": [{"nope": 1}]}, {"rules": "x"}, {"batchSize": 0, "rules": []}):
+        bad.write_text(json.dumps(rules))
+        r = subprocess.run([hearth_binary(), "lifecycle", "plan", "--config", str(bad), "--data-dir", str(srv.workdir / "empty")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and "lifecycle" not in r.stdout, (rules, r.stdout)
