@@ -141,8 +141,12 @@ public struct HearthServer: Sendable {
     /// `onReady` receives the bound ports once every listener is up (as the ready file does).
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
-        let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore", "storage", "s3"], logger: logger, onReady: onReady)
-        let authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
+        var expected: Set<String> = ["auth", "firestore", "storage", "s3"]
+        if configuration.ports["console"] != nil { expected.insert("console") }
+        let ready = ReadyFile(path: configuration.readyFile, expected: expected, logger: logger, onReady: onReady)
+        var authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
+        let consoleToken = ConsoleSessions.randomToken()
+        authenticator.consoleToken = consoleToken
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let storage = StorageRESTResponder(
             store: objects, authenticator: authenticator,
@@ -171,6 +175,13 @@ public struct HearthServer: Sendable {
             listener("storage", storage, ready, server: Self.bulkHTTP1),
             listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready, server: Self.bulkHTTP1),
         ]
+        if configuration.ports["console"] != nil {
+            let console = ConsoleResponder(
+                configuration: configuration, engine: engine, auth: auth, objects: objects, firestoreRules: firestoreRules,
+                storageRules: storageRules, sessions: ConsoleSessions(), boundPort: { ready.port($0) }, proxyCredential: consoleToken,
+                recentErrors: configuration.recentErrors, startedAt: Date(), logger: logger)
+            services.append(listener("console", console, ready))
+        }
         services.append(ListenHeartbeat(engine: engine))
         if let file = configuration.firestoreRulesFile {
             services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))
@@ -200,6 +211,9 @@ final class ReadyFile: Sendable {
         self.logger = logger
         self.onReady = onReady
     }
+
+    /// The port a service is bound to, once it is.
+    func port(_ service: String) -> Int? { bound.withLock { $0[service] } }
 
     func bound(_ service: String, _ port: Int) {
         let complete: [String: Int]? = bound.withLock { ports in

@@ -137,6 +137,7 @@ class HearthServer:
             "--storage-port", "0",
             "--s3-port", "0",
             "--auth-port", "0",
+            "--console-port", "0",
             "--ready-file", str(self.ready_file),
             *self.extra_args,
         ]
