@@ -447,10 +447,36 @@ def test_browser_drives_the_console(hearth, browser):
     wait_for(browser, lambda: target.exists() and target.stat().st_size == len(payload), "the download")
     assert target.read_bytes() == payload
 
-    # --- the remaining pages render and can be pictured
+    # --- its metadata and a new download token, whose URL serves the bytes without credentials
+    button(browser, "Details", row).click()
+    wait_for(browser, lambda: css_all(browser, "dialog[open] #tokens li a"), "the file's download URL")
+    before = {a.get_attribute("href") for a in css_all(browser, "#tokens li a")}
+    button(browser, "+ Create token").click()
+    wait_for(browser, lambda: len(css_all(browser, "#tokens li a")) == len(before) + 1, "a second download token")
+    fresh = ({a.get_attribute("href") for a in css_all(browser, "#tokens li a")} - before).pop()
+    assert requests.get(fresh, timeout=TIMEOUT).content == payload
+    shot(browser, "07-storage-details", narrow=False)
+    button(browser, "Close").click()
+
+    # --- a composite index, created and listed
     go(browser, hearth, "firestore/indexes")
     wait_for(browser, lambda: "Create an index" in css(browser, "main").text, "the indexes page")
+    css(browser, "#ix-group").send_keys("tasks")
+    fields = css_all(browser, "input[aria-label='index field']")
+    fields[0].send_keys("owner")
+    fields[1].send_keys("priority")
+    Select(css_all(browser, "select[aria-label='index order']")[1]).select_by_value("DESCENDING")
+    button(browser, "Create index").click()
+    wait_for(browser, lambda: css_all(browser, "#indexes") and "owner ascending, priority descending" in css(browser, "#indexes").text,
+             "the new index in the list")
     shot(browser, "08-firestore-indexes")
+
+    # --- coverage of the rules since they loaded (the Python client's writes ran as admin: the
+    # playground's simulations are not counted, so every expression still shows 0)
+    go(browser, hearth, "rules/firestore")
+    wait_for(browser, lambda: css_all(browser, "#rules-source .line"), "the rules source")
+    button(browser, "Show coverage").click()
+    wait_for(browser, lambda: "expressions evaluated since the rules loaded" in css(browser, "main").text, "the coverage summary")
     go(browser, hearth, "database")
     shot(browser, "09-realtime-database")
 
