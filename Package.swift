@@ -124,7 +124,7 @@ let package = Package(
             name: "HearthServer",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthSQLite", "HearthRules", "HearthAuth", "HearthStorage",
-                "HearthDatabase", "HearthFiles", "HearthAppCheck",
+                "HearthDatabase", "HearthFiles", "HearthAppCheck", "HearthTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -141,6 +141,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            // The web console's pages, compiled into the binary (no npm, no CDN, no files beside it).
+            resources: [
+                .embedInCode("Console/Assets/index.html"),
+                .embedInCode("Console/Assets/console.css"),
+                .embedInCode("Console/Assets/console.js"),
+                .embedInCode("Console/Assets/api.js"),
+                .embedInCode("Console/Assets/dom.js"),
+                .embedInCode("Console/Assets/values.js"),
+                .embedInCode("Console/Assets/page-overview.js"),
+                .embedInCode("Console/Assets/page-firestore.js"),
+                .embedInCode("Console/Assets/page-database.js"),
+                .embedInCode("Console/Assets/page-auth.js"),
+                .embedInCode("Console/Assets/page-storage.js"),
+                .embedInCode("Console/Assets/page-rules.js"),
             ],
             swiftSettings: swiftSettings
         ),

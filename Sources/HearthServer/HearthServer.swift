@@ -145,10 +145,14 @@ public struct HearthServer: Sendable {
     /// `onReady` receives the bound ports once every listener is up (as the ready file does).
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
-        let ready = ReadyFile(path: configuration.readyFile, expected: ["auth", "firestore", "storage", "s3", "database", "api"], logger: logger, onReady: onReady)
+        var expected: Set<String> = ["auth", "firestore", "storage", "s3", "database", "api"]
+        if configuration.ports["console"] != nil { expected.insert("console") }
+        let ready = ReadyFile(path: configuration.readyFile, expected: expected, logger: logger, onReady: onReady)
         var authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
         let appCheck = try openAppCheck()  // App Check (docs/app-backend.md)
         authenticator.appCheckGates = appCheckGates(appCheck)
+        let consoleToken = ConsoleSessions.randomToken()
+        authenticator.consoleToken = consoleToken
         let security = FirestoreSecurity(rules: firestoreRules, emulator: configuration.emulator, engine: engine, logger: logger)
         let storage = StorageRESTResponder(
             store: objects, authenticator: authenticator,
@@ -178,6 +182,13 @@ public struct HearthServer: Sendable {
             listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready, server: Self.bulkHTTP1),
         ]
         services.append(databaseListener(authenticator: authenticator, ready: ready))
+        if configuration.ports["console"] != nil {
+            let console = ConsoleResponder(
+                configuration: configuration, engine: engine, auth: auth, objects: objects, firestoreRules: firestoreRules,
+                storageRules: storageRules, sessions: ConsoleSessions(), boundPort: { ready.port($0) }, proxyCredential: consoleToken,
+                recentErrors: configuration.recentErrors, startedAt: Date(), logger: logger)
+            services.append(listener("console", console, ready))
+        }
         services.append(ListenHeartbeat(engine: engine))
         services += try await appAPIServices(authenticator: authenticator, appCheck: appCheck, ready: ready)  // the api port (docs/app-backend.md)
         if let file = configuration.firestoreRulesFile {

@@ -31,6 +31,8 @@ public struct ServerConfiguration: Sendable {
     public var authLinkDomains: [String] = []
     /// Where the auth port's emails go (`--smtp-url`); nil keeps them in `<data-dir>/outbox/`.
     public var smtp: SMTPMailer?
+    /// Errors logged since start, shown by the console (`RecentErrors.handler` in the logging bootstrap).
+    public var recentErrors: RecentErrors?
 
     /// The api port: the file registry (docs/app-backend.md).
     public var api: APIConfiguration = .init()
@@ -39,11 +41,14 @@ public struct ServerConfiguration: Sendable {
 
     public init() {}
 
+    /// Hearth's version, shown by `hearth --version` and the console.
+    public static let version = "0.1.0-dev"
+
     /// The project's default bucket, created on first start.
     public var defaultBucket: String { "\(project).appspot.com" }
 
     /// DESIGN.md's default ports.
     public static let defaultPorts: [String: Int] = [
-        "auth": 9099, "firestore": 8080, "database": 9000, "storage": 9199, "s3": 9900, "api": 8000,
+        "auth": 9099, "firestore": 8080, "database": 9000, "storage": 9199, "s3": 9900, "api": 8000, "console": 4000,
     ]
 }

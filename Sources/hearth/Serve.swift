@@ -11,7 +11,7 @@ struct Serve: AsyncParsableCommand {
         discussion: """
             Settings come from flags, then environment variables (HEARTH_DATA_DIR, HEARTH_PROJECT, \
             HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_FIRESTORE_RULES, HEARTH_STORAGE_RULES, HEARTH_AUTH_CONFIG, HEARTH_LOG_LEVEL), \
-            then a firebase.json (and .firebaserc) in the working directory: `emulators.{firestore,auth,storage,database}.port`, \
+            then a firebase.json (and .firebaserc) in the working directory: `emulators.{firestore,auth,storage,database,ui}.port`, \
             `firestore.indexes`, `firestore.rules`, `storage.rules`. \
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
@@ -57,6 +57,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("s3-port"), help: "S3-compatible API port; 0 picks a free port. (default: 9900)")
     var s3Port: Int?
+
+    @Option(name: .customLong("console-port"), help: "Web console port (admin only; see docs/console.md); 0 picks a free port. (default: 4000, firebase.json emulators.ui.port)")
+    var consolePort: Int?
+
+    @Flag(name: .customLong("no-console"), help: "Do not serve the web console (also firebase.json emulators.ui.enabled: false).")
+    var noConsole = false
 
     @Option(name: .customLong("ready-file"), help: "Once every listener is up, atomically write {\"auth\": PORT, \"firestore\": PORT, ...} here.")
     var readyFile: String?
@@ -110,6 +116,9 @@ struct Serve: AsyncParsableCommand {
         config.ports["s3"] = s3Port ?? firebase.ports["s3"] ?? ServerConfiguration.defaultPorts["s3"]!
         config.ports["auth"] = authPort ?? firebase.ports["auth"] ?? ServerConfiguration.defaultPorts["auth"]!
         config.ports["database"] = databasePort ?? firebase.ports["database"] ?? ServerConfiguration.defaultPorts["database"]!
+        if !noConsole && firebase.consoleEnabled {
+            config.ports["console"] = consolePort ?? firebase.ports["ui"] ?? ServerConfiguration.defaultPorts["console"]!
+        }
         if let url = smtpURL ?? env["HEARTH_SMTP_URL"] {
             do {
                 config.smtp = try SMTPMailer(url: url, from: mailFrom ?? env["HEARTH_MAIL_FROM"] ?? "noreply@\(config.project).firebaseapp.com")
@@ -162,10 +171,12 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--\(name)-port must be between 0 and 65535.")
         }
         let level = Logger.Level(rawValue: logLevel ?? env["HEARTH_LOG_LEVEL"] ?? "info") ?? .info
+        let recentErrors = RecentErrors()
+        config.recentErrors = recentErrors
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
             h.logLevel = level
-            return h
+            return MultiplexLogHandler([h, recentErrors.handler(label: label)])
         }
         let logger = Logger(label: "hearth")
         if !config.emulator && (config.adminToken ?? "").isEmpty {
@@ -185,6 +196,8 @@ struct FirebaseJSON {
     var indexesFile: String?
     var firestoreRulesFile: String?
     var storageRulesFile: String?
+    /// `emulators.ui.enabled` (the Emulator Suite UI's switch, honoured for the console).
+    var consoleEnabled = true
 
     static func load(directory: String) -> FirebaseJSON {
         var out = FirebaseJSON()
@@ -197,6 +210,7 @@ struct FirebaseJSON {
                     if case .number(let n)? = settings["port"], let port = Int(n) { out.ports[name] = port }
                     if case .string(let s)? = settings["port"], let port = Int(s) { out.ports[name] = port }
                     if name == "firestore" || (name == "auth" && out.host == nil), let h = settings["host"]?.stringValue { out.host = h }
+                    if name == "ui", settings["enabled"]?.boolValue == false { out.consoleEnabled = false }
                 }
             }
             if let idx = json["firestore"]?["indexes"]?.stringValue {

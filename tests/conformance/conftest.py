@@ -139,6 +139,7 @@ class HearthServer:
             "--database-port", "0",
             "--auth-port", "0",
             "--api-port", "0",
+            "--console-port", "0",
             "--ready-file", str(self.ready_file),
             *self.extra_args,
         ]

@@ -21,6 +21,8 @@ public struct Authenticator: Sendable {
     public var accessTokens: (@Sendable (String) async -> String?)?
     /// App Check per service (`firestore`, `storage`), checked by ``checkAppCheck(_:token:identity:)``.
     public var appCheckGates: [String: AppCheckGate] = [:]
+    /// The web console's per-process credential for its proxy (never leaves the process).
+    var consoleToken: String?
 
     public init(emulator: Bool, adminToken: String?, tokens: TokenService?,
                 accessTokens: (@Sendable (String) async -> String?)? = nil) {
@@ -51,6 +53,7 @@ public struct Authenticator: Sendable {
         guard let token = Self.credential(authorization) else { throw Self.unauthenticated }
         if emulator && token == "owner" { return .admin("owner") }
         if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) { return .admin("admin-token") }
+        if let consoleToken, Self.constantTimeEqual(token, consoleToken) { return .admin("console") }
         if token.utf8.count(where: { $0 == UInt8(ascii: ".") }) == 2 {
             let jwt = JWT.parse(token)
             if jwt?.header["typ"]?.stringValue == "at+jwt" {

@@ -1,0 +1,20 @@
+public import HearthCore
+
+extension DocumentEngine {
+    /// The composite indexes of a database (declared, created by an admin, or automatic), by id.
+    public func compositeIndexes(database: String) async throws -> [IndexDefinition] {
+        indexes.withLock { $0[database] ?? [] }.filter { $0.id >= 16 }.sorted { $0.id < $1.id }
+    }
+
+    /// How many documents a database holds, counting stops at `limit` (for overviews).
+    public func countDocuments(database: String, upTo limit: Int) async throws -> Int {
+        try await store.read { reader in
+            var count = 0
+            try reader.scanDocuments(database, .descendants(.root), KeyRange(lower: nil, upper: nil), reverse: false) { _ in
+                count += 1
+                return count < limit
+            }
+            return count
+        }
+    }
+}
