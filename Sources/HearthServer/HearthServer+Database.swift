@@ -7,11 +7,11 @@ import Foundation
 
 extension HearthServer {
     /// The Realtime Database over `<data-dir>/database.sqlite`, with the authorizer in force
-    /// (``DefaultDatabaseAuthorizer`` until a rules evaluator is connected).
+    /// (``DatabaseRulesAuthorizer``: the JSON rules language).
     static func openDatabase(_ configuration: ServerConfiguration, directory: String) throws -> DatabaseEngine {
         let path = URL(fileURLWithPath: directory).appendingPathComponent("database.sqlite").path
         let store = try SQLiteDatabaseTreeStore(path: path)
-        return DatabaseEngine(store: store, authorizer: DefaultDatabaseAuthorizer(emulator: configuration.emulator))
+        return DatabaseEngine(store: store, authorizer: DatabaseRulesAuthorizer(emulator: configuration.emulator))
     }
 
     /// The database port's listener (REST and event streams).
