@@ -184,7 +184,7 @@ public struct HearthServer: Sendable {
         services.append(databaseListener(authenticator: authenticator, ready: ready))
         if configuration.ports["console"] != nil {
             let console = ConsoleResponder(
-                configuration: configuration, engine: engine, auth: auth, objects: objects, firestoreRules: firestoreRules,
+                configuration: configuration, engine: engine, auth: auth, objects: objects, database: database, firestoreRules: firestoreRules,
                 storageRules: storageRules, sessions: ConsoleSessions(), boundPort: { ready.port($0) }, proxyCredential: consoleToken,
                 recentErrors: configuration.recentErrors, startedAt: Date(), logger: logger)
             services.append(listener("console", console, ready))

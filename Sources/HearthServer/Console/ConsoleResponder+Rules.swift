@@ -1,4 +1,5 @@
 import HearthCore
+import HearthDatabase
 import HearthRules
 import HearthTesting
 import Hummingbird
@@ -7,7 +8,7 @@ import NIOCore
 /// The rules in force, the playground (one request decided by the active rules, with the
 /// deciding line and Hearth's explanation), and coverage since the rules loaded.
 extension ConsoleResponder {
-    func rulesInForce() -> Response {
+    func rulesInForce() async throws -> Response {
         func describe(_ store: RulesStore) -> JSON {
             guard let loaded = store.rules(for: configuration.project) else { return .null }
             return .object([
@@ -15,8 +16,16 @@ extension ConsoleResponder {
                 ("origin", .string(loaded.origin)),
             ])
         }
+        var databaseRules = JSON.null
+        let namespace = "\(configuration.project)-default-rtdb"
+        if let program = try await database.rules(namespace: namespace) as? DatabaseRulesAuthorizer.Program, !program.isDefault {
+            databaseRules = .object([
+                ("fileName", .string(program.ruleset.source.name)), ("source", .string(program.ruleset.source.text)),
+                ("origin", .string("namespace \(namespace)")),
+            ])
+        }
         return HTTPSupport.json(.object([
-            ("firestore", describe(firestoreRules)), ("storage", describe(storageRules)), ("database", .null),
+            ("firestore", describe(firestoreRules)), ("storage", describe(storageRules)), ("database", databaseRules),
         ]))
     }
 

@@ -1,5 +1,6 @@
 import HearthCore
 import HearthAuth
+import HearthDatabase
 import HearthDocuments
 import HearthStorage
 import Hummingbird
@@ -27,6 +28,7 @@ struct ConsoleResponder: HTTPResponder {
     let engine: DocumentEngine
     let auth: AuthEngine
     let objects: ObjectStore
+    let database: DatabaseEngine
     let firestoreRules: RulesStore
     let storageRules: RulesStore
     let sessions: ConsoleSessions
@@ -95,7 +97,7 @@ struct ConsoleResponder: HTTPResponder {
         case (.get, "/api/firestore/indexes"): return try await listIndexes()
         case (.post, "/api/firestore/indexes"): return try await createIndex(request, principal: session.principal)
         case (.get, "/api/firestore/listen"): return try await listen(request)
-        case (.get, "/api/rules"): return rulesInForce()
+        case (.get, "/api/rules"): return try await rulesInForce()
         case (.post, "/api/rules/simulate"): return try await simulate(request)
         case (.get, "/api/rules/coverage"): return try coverage(request)
         default: throw HearthError(.notFound, "Not found: \(request.method) \(path)")
