@@ -429,6 +429,82 @@ case(g, "a large write hits the step budget and is denied", "write", "/x", "deny
      value={f"k{i}": {f"l{j}": j for j in range(20)} for i in range(20)}, reason="evaluation steps")
 case(g, "a small write under the same rules passes", "write", "/x", "allow", None, value={"k": {"l": 1}})
 
+# --- verdicts recorded against production ------------------------------------------------
+# Scenarios from davideast/pyric packages/conformance/rules-corpus/rtdb (r18, r19, r23, r25,
+# r33), whose expectations were captured by deploying the rules to a real database. Rewritten
+# here in this file's format.
+
+g = group("production: loose equality does not convert (pyric r25)", {"rules": {
+    "eqstring": {".write": "auth != null", ".validate": "newData.val() == '5'"},
+    "eqtrue": {".write": "auth != null", ".validate": "newData.val() == true"},
+    "eqzero": {".write": "auth != null", ".validate": "newData.val() == 0"},
+    "eqfloat": {".write": "auth != null", ".validate": "newData.val() == 1.0"},
+    "datanull": {".write": "auth != null && data.val() == null"},
+}}, {})
+case(g, "number 5 does not equal string 5", "write", "/eqstring", "validate-fail", "u", value=5)
+case(g, "string 5 equals string 5", "write", "/eqstring", "allow", "u", value="5")
+case(g, "number 1 does not equal true", "write", "/eqtrue", "validate-fail", "u", value=1)
+case(g, "false does not equal 0", "write", "/eqzero", "validate-fail", "u", value=False)
+case(g, "1 equals 1.0", "write", "/eqfloat", "allow", "u", value=1)
+case(g, "missing data equals null", "write", "/datanull", "allow", "u", value="x")
+case(g, "stored data does not equal null", "write", "/datanull", "deny", "u", value="x", data={"datanull": "stored"})
+
+g = group("production: a null operand fails the rule even under || true (pyric r33)", {"rules": {
+    "div": {".write": "auth != null", ".validate": "data.val() / 2 == 0 || true"},
+    "gt": {".write": "auth != null", ".validate": "data.val() > 1 || true"},
+    "gtright": {".write": "auth != null", ".validate": "1 > data.val() || true"},
+}}, {})
+case(g, "dividing nothing stored", "write", "/div", "validate-fail", "u", value=1)
+case(g, "dividing a stored number", "write", "/div", "allow", "u", value=1, data={"div": 4})
+case(g, "nothing stored greater than 1", "write", "/gt", "validate-fail", "u", value=1)
+case(g, "a stored number greater than 1", "write", "/gt", "allow", "u", value=1, data={"gt": 4})
+case(g, "1 greater than nothing stored", "write", "/gtright", "validate-fail", "u", value=1)
+
+g = group("production: child() does not resolve dot segments (pyric r18)", {"rules": {
+    ".read": "auth != null",
+    "plain": {".write": "auth != null", ".validate": "newData.child('x').exists()"},
+    "dot": {".write": "auth != null", ".validate": "newData.child('./x').exists()"},
+    "dotdot": {".write": "auth != null", ".validate": "newData.child('a/../x').exists()"},
+}}, {})
+case(g, "a plain child path", "write", "/plain", "allow", "u", value={"x": 1})
+case(g, "a leading dot segment", "write", "/dot", "validate-fail", "u", value={"x": 1})
+case(g, "a dot-dot segment", "write", "/dotdot", "validate-fail", "u", value={"x": 1, "a": 1})
+
+g = group("production: literal and wildcard siblings (pyric r19)", {"rules": {
+    "wildcardfirst": {"$id": {".read": "true", ".write": "true"}, "special": {".read": "false", ".write": "false"}},
+    "validate": {".write": "true", "title": {".validate": "true"}, "$other": {".validate": "false"}},
+}}, {})
+case(g, "the wildcard's grant does not apply to the literal key", "read", "/wildcardfirst/special", "deny", "u")
+case(g, "the wildcard's grant does not apply to a write of the literal key", "write", "/wildcardfirst/special", "deny", "u",
+     value="x")
+case(g, "another key gets the wildcard's grant", "write", "/wildcardfirst/other", "allow", "u", value="x")
+case(g, "the wildcard's .validate does not run for the literal key", "write", "/validate/title", "allow", "u", value="x")
+case(g, "the wildcard's .validate runs for another key", "write", "/validate/other", "validate-fail", "u", value="x")
+
+g = group("production: .validate runs only on carried nodes and ancestors (pyric r23)", {"rules": {
+    "rooms": {"$room": {
+        ".write": "auth != null",
+        "title": {".validate": "newData.isString()"},
+        "count": {".validate": "newData.val() == data.val() + 1"},
+        "tag": {".validate": "newData.isNumber()"},
+    }},
+    "docs": {"$doc": {
+        ".write": "auth != null",
+        "meta": {".validate": "newData.parent().child('content').exists()"},
+        "content": {".validate": "newData.isString()"},
+    }},
+}}, {"rooms": {"r1": {"count": 1, "tag": "bad"}, "r2": {"tag": "bad"}}, "docs": {"d1": {"meta": "info", "content": "hello"}}})
+case(g, "a set of title next to an unchanged count and a failing tag", "write", "/rooms/r1/title", "allow", "u", value="lobby")
+case(g, "a multi-path update of two titles", "update", "/rooms", "allow", "u", update={"r1/title": "a", "r2/title": "b"})
+case(g, "a set of the room carrying count unchanged", "write", "/rooms/r1", "validate-fail", "u",
+     value={"title": "lobby", "count": 1})
+case(g, "an update of tag alone with its failing value", "update", "/rooms/r1", "validate-fail", "u", update={"tag": "bad"})
+case(g, "count one higher", "write", "/rooms/r1/count", "allow", "u", value=2)
+case(g, "count two higher", "write", "/rooms/r1/count", "validate-fail", "u", value=3)
+case(g, "deleting content that an unwritten sibling requires", "write", "/docs/d1/content", "allow", "u", value=None)
+case(g, "a multi-path update from the root deleting content", "update", "/", "allow", "u", update={"docs/d1/content": None})
+case(g, "a set of the doc carrying meta without content", "write", "/docs/d1", "validate-fail", "u", value={"meta": "info"})
+
 # --- comments in the rules file ------------------------------------------------------------
 
 g = group("comments", [
