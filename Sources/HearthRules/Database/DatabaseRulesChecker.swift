@@ -54,6 +54,16 @@ enum DatabaseRulesChecker {
             case .not(let operand): pending.append(operand)
             case .and(let left, let right), .or(let left, let right): pending.append(contentsOf: [left, right])
             case .conditional(_, let whenTrue, let whenFalse): pending.append(contentsOf: [whenTrue, whenFalse])
+            // Results whose type is known not to be boolean: numbers and strings from
+            // arithmetic, strings from string methods and `auth.uid`, snapshots, lengths.
+            case .binary(let op, _, _) where [.add, .subtract, .multiply, .divide, .remainder].contains(op):
+                return Diagnostic(.error, "\(kind.rawValue) must be a boolean expression", at: e.range)
+            case .negate:
+                return Diagnostic(.error, "\(kind.rawValue) must be a boolean expression", at: e.range)
+            case .call(_, let method, _) where ["child", "parent", "toLowerCase", "toUpperCase", "replace"].contains(method):
+                return Diagnostic(.error, "\(kind.rawValue) must be a boolean expression", at: e.range)
+            case .member(let base, let name) where name == "length" || (base.isVariable(.auth) && (name == "uid" || name == "provider")):
+                return Diagnostic(.error, "\(kind.rawValue) must be a boolean expression", at: e.range)
             default: break
             }
         }
@@ -109,7 +119,28 @@ enum DatabaseRulesChecker {
             }
             if isSnapshot(base) { return error("snapshots have no properties: use child('\(name)')", e) }
             if case .call = base.kind, name != "length" { return error("'\(name)' is not a property of a method's result", e) }
+        case .negate(let operand):
+            switch operand.kind {
+            case .string, .boolean, .null, .array, .regex: return error("unary '-' needs a number", operand)
+            default: if isSnapshot(operand) { return error("unary '-' needs a number, not a snapshot", operand) }
+            }
         case .binary(let op, let left, let right):
+            if [.subtract, .multiply, .divide, .remainder].contains(op) {
+                for side in [left, right] {
+                    switch side.kind {
+                    case .string, .boolean, .null, .array, .regex: return error("'\(op.rawValue)' needs numbers", side)
+                    default: break
+                    }
+                }
+            }
+            if op == .add {
+                for side in [left, right] {
+                    switch side.kind {
+                    case .boolean, .null, .array, .regex: return error("'+' adds numbers or joins strings", side)
+                    default: break
+                    }
+                }
+            }
             switch op {
             case .less, .lessOrEqual, .greater, .greaterOrEqual:
                 for side in [left, right] {
@@ -139,5 +170,12 @@ enum DatabaseRulesChecker {
         case .member: false
         default: true
         }
+    }
+}
+
+extension DatabaseRuleExpression {
+    func isVariable(_ variable: Variable) -> Bool {
+        if case .variable(let v) = kind { return v == variable }
+        return false
     }
 }

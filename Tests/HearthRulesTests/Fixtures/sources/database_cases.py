@@ -375,7 +375,7 @@ def expr_group(name, expressions):
 expr_group("operators", [
     ("1 + 2 === 3", "allow"),
     ("'one' + 1 === 'one1'", "allow"),
-    ("'a' + true === 'atrue'", "allow"),
+    ("'n' + 1.5 === 'n1.5' && 'n' + 2 === 'n2'", "allow"),
     ("'users/' + auth.uid === 'users/null'", "deny"),
     ("(1/0) > 2 || (1/0) < 2", "deny"),
     ("2.5 * 2 == 5", "allow"),
@@ -393,8 +393,8 @@ expr_group("operators", [
     ("false || true", "allow"),
     ("true || (1 < 'x')", "allow"),
     ("false && (1 < 'x')", "deny"),
-    ("!auth.uid", "deny"),
-    ("'x' - 1 === 0", "deny"),
+    ("!auth.token.flag", "deny"),
+    ("auth.token.n - 1 === 0", "deny"),
     ("1 + 2 * 3 === 7 && (1 + 2) * 3 === 9", "allow"),
     ("1 === 1 ? 2 === 2 ? true : false : false", "allow"),
 ])
@@ -504,6 +504,43 @@ case(g, "count two higher", "write", "/rooms/r1/count", "validate-fail", "u", va
 case(g, "deleting content that an unwritten sibling requires", "write", "/docs/d1/content", "allow", "u", value=None)
 case(g, "a multi-path update from the root deleting content", "update", "/", "allow", "u", update={"docs/d1/content": None})
 case(g, "a set of the doc carrying meta without content", "write", "/docs/d1", "validate-fail", "u", value={"meta": "info"})
+
+g = group("production: operator precedence (pyric r35)", {"rules": {
+    "notorand": {".read": "!(true || false && false)"},
+    "andor": {".read": "false && false || true"},
+    "eqlt": {".read": "false == 1 < 2"},
+    "ltchain": {".read": "1 < 2 == 2 < 3"},
+    "ternaryor": {".read": "true || false ? false : true"},
+    "ternaryright": {".read": "true ? false : true ? true : true"},
+    "ternaryelse": {".read": "true ? false : true || true"},
+    "notand": {".read": "!false && false"},
+    "negadd": {".read": "-1 + 2 == 1"},
+    "subleft": {".read": "10 - 4 - 3 == 3"},
+    "divleft": {".read": "8 / 4 / 2 == 1"},
+    "modmul": {".read": "7 % 4 * 2 == 6"},
+}}, {})
+for path, expect in [("notorand", "deny"), ("andor", "allow"), ("eqlt", "deny"), ("ltchain", "allow"), ("ternaryor", "deny"),
+                     ("ternaryright", "deny"), ("ternaryelse", "deny"), ("notand", "deny"), ("negadd", "allow"),
+                     ("subleft", "allow"), ("divleft", "allow"), ("modmul", "allow")]:
+    case(g, path, "read", "/" + path, expect, None)
+
+g = group("production: priorities (pyric r20)", {"rules": {
+    "numberpriority": {".read": "data.getPriority() == 5"},
+    "numbervalue": {".read": "data.val() == 'v'"},
+    "stringpriority": {".read": "data.getPriority() == 'abc'"},
+    "leafpriority": {".read": "data.child('leaf').getPriority() == 2 && data.child('leaf').val() == 'x'"},
+    "written": {".write": "true", ".validate": "newData.getPriority() == 7 && newData.val() == 'w'"},
+}}, {
+    "numberpriority": {".value": "v", ".priority": 5},
+    "numbervalue": {".value": "v", ".priority": 5},
+    "stringpriority": {".value": 1, ".priority": "abc"},
+    "leafpriority": {"leaf": {".value": "x", ".priority": 2}},
+})
+case(g, "a number priority", "read", "/numberpriority", "allow", "u")
+case(g, "the value of a node with a priority", "read", "/numbervalue", "allow", "u")
+case(g, "a string priority", "read", "/stringpriority", "allow", "u")
+case(g, "a prioritized child", "read", "/leafpriority", "allow", "u")
+case(g, "a write that carries a priority", "write", "/written", "allow", "u", value={".value": "w", ".priority": 7})
 
 # --- comments in the rules file ------------------------------------------------------------
 
