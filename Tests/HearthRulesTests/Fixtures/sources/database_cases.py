@@ -542,6 +542,45 @@ case(g, "a string priority", "read", "/stringpriority", "allow", "u")
 case(g, "a prioritized child", "read", "/leafpriority", "allow", "u")
 case(g, "a write that carries a priority", "write", "/written", "allow", "u", value={".value": "w", ".priority": 7})
 
+g = group("production: query rules (pyric r30)", {"rules": {
+    "items": {".read": "query.orderByChild == 'owner' && query.equalTo == auth.uid", ".indexOn": ["owner"]},
+    "firstpage": {".read": "query.limitToFirst <= 2"},
+    "lastpage": {".read": "query.limitToLast <= 2"},
+    "bykey": {".read": "query.orderByKey == true"},
+    "range": {".read": "query.startAt == 'b' && query.endAt == 'm'"},
+    "noorder": {".read": "query.orderByChild == null"},
+    "keyfalse": {".read": "query.orderByKey == false"},
+}}, {})
+case(g, "orderByChild owner equalTo own uid", "read", "/items", "allow", "u", query={"orderByChild": "owner", "equalTo": "u"})
+case(g, "orderByChild owner equalTo another uid", "read", "/items", "deny", "u",
+     query={"orderByChild": "owner", "equalTo": "someone-else"})
+case(g, "orderByChild on another child", "read", "/items", "deny", "u", query={"orderByChild": "name", "equalTo": "u"})
+case(g, "a plain read of the owner-gated list", "read", "/items", "deny", "u")
+case(g, "limitToFirst within the bound", "read", "/firstpage", "allow", "u", query={"limitToFirst": 2})
+case(g, "limitToFirst over the bound", "read", "/firstpage", "deny", "u", query={"limitToFirst": 3})
+case(g, "a plain read of the limit-gated node", "read", "/firstpage", "deny", "u")
+case(g, "limitToFirst does not satisfy a limitToLast bound", "read", "/lastpage", "deny", "u", query={"limitToFirst": 1})
+case(g, "orderByKey is false for a plain read", "read", "/bykey", "deny", "u")
+case(g, "startAt and endAt", "read", "/range", "allow", "u", query={"orderByKey": True, "startAt": "b", "endAt": "m"})
+case(g, "a different startAt", "read", "/range", "deny", "u", query={"orderByKey": True, "startAt": "a", "endAt": "m"})
+case(g, "orderByChild is not null under orderByChild", "read", "/noorder", "deny", "u", query={"orderByChild": "owner"})
+case(g, "orderByKey reads false for a plain read", "read", "/keyfalse", "allow", "u")
+
+g = group("production: an ancestor's .validate governs a deeper write (pyric r14)", {"rules": {
+    "docs": {"$docId": {
+        ".read": "auth != null",
+        ".write": "auth != null",
+        ".validate": "newData.getPriority() === null && newData.hasChildren(['title', 'body'])",
+        "meta": {"$key": {".write": "auth != null", ".validate": "newData.isString()"}},
+    }},
+    "ranked": {".read": "auth != null", ".write": "auth != null && newData.getPriority() !== null"},
+}}, {})
+case(g, "an unprioritized document", "write", "/docs/d1", "allow", "u", value={"title": "t", "body": "b"})
+case(g, "a document missing body", "write", "/docs/d2", "validate-fail", "u", value={"title": "t"})
+case(g, "a write beneath the validated node", "write", "/docs/d3/meta/tag", "validate-fail", "u", value="draft",
+     reason="/docs/$docId/.validate")
+case(g, "a priority-required node denies a plain write", "write", "/ranked", "deny", "u", value={"v": 1})
+
 # --- comments in the rules file ------------------------------------------------------------
 
 g = group("comments", [
