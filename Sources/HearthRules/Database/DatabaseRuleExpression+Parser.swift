@@ -474,7 +474,25 @@ struct DatabaseRuleExpressionParser {
                 let close = try expect(.rbracket, "']'")
                 node = DatabaseRuleExpression(kind: .index(node, index), range: node.range.to(close.range))
             case .lparen:
-                throw error("only methods can be called (receiver.method(...))", at: current.range)
+                // `x["exists"]()` calls a method named by a string literal (Firebase accepts it).
+                guard case .index(let receiver, let name) = node.kind, case .string(let method) = name.kind else {
+                    throw error("only methods can be called (receiver.method(...))", at: current.range)
+                }
+                _ = take()
+                var arguments: [DatabaseRuleExpression] = []
+                if current.kind != .rparen {
+                    while true {
+                        arguments.append(try expression(minimumPower: 0, nesting: depth + 1))
+                        if current.kind == .comma {
+                            _ = take()
+                            continue
+                        }
+                        break
+                    }
+                }
+                let close = try expect(.rparen, "')' or ','")
+                node = DatabaseRuleExpression(kind: .call(receiver: receiver, method: method, arguments: arguments),
+                                              range: node.range.to(close.range))
             default:
                 return node
             }

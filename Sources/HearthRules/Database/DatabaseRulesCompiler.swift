@@ -110,18 +110,14 @@ struct DatabaseRulesCompiler {
             do throws(DatabaseRuleExpressionParser.Failure) {
                 let expression = try DatabaseRuleExpressionParser.parse(
                     text, positions: positions, context: .init(captures: Set(captures), kind: kind))
-                switch expression.kind {
-                case .boolean(let value):
+                if case .boolean(let value) = expression.kind {
                     return DatabaseRule(kind: kind, body: .constant(value), range: json.range, text: text)
-                case .number, .string, .null, .array, .regex:
-                    error("\(kind.rawValue) must be a boolean expression", at: expression.range)
-                    return nil
-                case .variable:
-                    error("\(kind.rawValue) must be a boolean expression", at: expression.range)
-                    return nil
-                default:
-                    return DatabaseRule(kind: kind, body: .expression(expression), range: json.range, text: text)
                 }
+                if let problem = DatabaseRulesChecker.check(expression, kind: kind) {
+                    diagnostics.append(problem)
+                    return nil
+                }
+                return DatabaseRule(kind: kind, body: .expression(expression), range: json.range, text: text)
             } catch {
                 diagnostics.append(error.diagnostic)
                 return nil

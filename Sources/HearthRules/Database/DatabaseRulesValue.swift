@@ -57,9 +57,9 @@ enum DatabaseRulesValue: Sendable {
     }
 
     /// JavaScript's `String(x)` for the values `+` concatenates.
+    /// `null` is not joined: Firebase fails `'users/' + auth.uid` for a signed-out client.
     var concatenationText: String? {
         switch self {
-        case .null: return "null"
         case .boolean(let b): return b ? "true" : "false"
         case .string(let s): return s
         case .number(let n): return Self.format(n)
