@@ -477,7 +477,28 @@ def test_browser_drives_the_console(hearth, browser):
     wait_for(browser, lambda: css_all(browser, "#rules-source .line"), "the rules source")
     button(browser, "Show coverage").click()
     wait_for(browser, lambda: "expressions evaluated since the rules loaded" in css(browser, "main").text, "the coverage summary")
+    # --- the Realtime Database tree, live, and a child added from the console
+    db = f"http://127.0.0.1:{hearth.ports['database']}"
+    ns = f"{PROJECT}-default-rtdb"
+    owner = {"Authorization": "Bearer owner"}
+    r = requests.put(f"{db}/bottles/b1.json?ns={ns}", json={"status": "live", "content": {"image_path": "bottles/b1/content/message_image.jpg"}},
+                     headers=owner, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
     go(browser, hearth, "database")
+    wait_for(browser, lambda: "bottles" in css(browser, "#db-tree").text, "the tree")
+    wait_for(browser, lambda: "live" == css(browser, ".badge.live").text, "the live badge")
+    requests.put(f"{db}/bottles/b2.json?ns={ns}", json={"status": "dead"}, headers=owner, timeout=TIMEOUT)
+    wait_for(browser, lambda: "b2" in css(browser, "#db-tree").text, "a bottle written elsewhere, live")
+    button(browser, "Add child").click()
+    wait_for(browser, lambda: css(browser, "dialog[open]"), "the add-child dialog")
+    css(browser, "#db-key").send_keys("motd")
+    area = css(browser, "#db-child-value")
+    area.clear()
+    area.send_keys('"hello from the console"')
+    button(browser, "Add", css(browser, "dialog[open]")).click()
+    wait_for(browser, lambda: requests.get(f"{db}/motd.json?ns={ns}", headers=owner, timeout=TIMEOUT).json() == "hello from the console",
+             "the console's write in the database")
+    wait_for(browser, lambda: "motd" in css(browser, "#db-tree").text, "the console's write in the tree")
     shot(browser, "09-realtime-database")
 
 
