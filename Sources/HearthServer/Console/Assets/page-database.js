@@ -25,6 +25,9 @@ export async function render(main, context, rest) {
 
   let value = null;
   let changed = new Set();
+  // Open nodes survive redraws; the first level starts open.
+  const expanded = new Set([path.join('/')]);
+  let firstDraw = true;
   const source = new EventSource(url(path));
   context.setCleanup(() => source.close());
   source.onopen = () => { badge.textContent = 'live'; badge.className = 'badge live'; };
@@ -45,18 +48,25 @@ export async function render(main, context, rest) {
   function draw() {
     clear(tree);
     if (value === null || value === undefined) { tree.appendChild(h('p', {class: 'muted'}, 'null — nothing is stored here.')); return; }
-    tree.appendChild(h('ul', null, node(path[path.length - 1] || '(root)', value, path, true)));
+    if (firstDraw && typeof value === 'object') {
+      for (const k of Object.keys(value).slice(0, 20)) expanded.add(path.concat([k]).join('/'));
+      firstDraw = false;
+    }
+    tree.appendChild(h('ul', null, node(path[path.length - 1] || '(root)', value, path)));
   }
-  function node(key, v, p, open) {
+  function node(key, v, p) {
     const here = p.join('/');
+    const open = expanded.has(here);
     const flash = changed.has(here) ? ' flash' : '';
     if (v !== null && typeof v === 'object') {
       const keys = Object.keys(v);
       const list = h('ul', {class: open ? '' : 'hidden'});
-      keys.slice(0, MAX_CHILDREN).forEach(k => list.appendChild(node(k, v[k], p.concat([k]), false)));
+      keys.slice(0, MAX_CHILDREN).forEach(k => list.appendChild(node(k, v[k], p.concat([k]))));
       if (keys.length > MAX_CHILDREN) list.appendChild(h('li', {class: 'muted'}, h('a', {href: '#/database/' + p.map(encodeURIComponent).join('/')}, `… ${keys.length - MAX_CHILDREN} more children: open this node`)));
       const toggle = h('button', {type: 'button', class: 'link', 'aria-expanded': open ? 'true' : 'false', onclick: () => {
-        list.classList.toggle('hidden'); toggle.textContent = list.classList.contains('hidden') ? '▸' : '▾';
+        const closed = list.classList.toggle('hidden');
+        if (closed) expanded.delete(here); else expanded.add(here);
+        toggle.textContent = closed ? '▸' : '▾';
       }}, open ? '▾' : '▸');
       return h('li', {class: 'node' + flash, dataset: {path: here}}, toggle, h('a', {class: 'key', href: '#/database/' + p.map(encodeURIComponent).join('/')}, key), h('span', {class: 'muted small'}, ` {${keys.length}}`), list);
     }
