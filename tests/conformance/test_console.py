@@ -500,6 +500,17 @@ def test_browser_drives_the_console(hearth, browser):
              "the console's write in the database")
     wait_for(browser, lambda: "motd" in css(browser, "#db-tree").text, "the console's write in the tree")
     shot(browser, "09-realtime-database")
+    # Import a JSON file at a path of its own (it replaces that path, after a confirmation).
+    go(browser, hearth, "database/imports")
+    wait_for(browser, lambda: "nothing is stored here" in css(browser, "#db-tree").text, "the empty path")
+    exported = browser.downloads.parent / "export.json"
+    exported.write_text(json.dumps({"users": {"alice": {"name": "Alice"}}, "count": 2}))
+    css(browser, "#db-import").send_keys(str(exported))
+    wait_for(browser, lambda: css(browser, "dialog[open]"), "the import confirmation")
+    button(browser, "Import", css(browser, "dialog[open]")).click()
+    wait_for(browser, lambda: requests.get(f"{db}/imports.json?ns={ns}", headers=owner, timeout=TIMEOUT).json()
+             == {"users": {"alice": {"name": "Alice"}}, "count": 2}, "the imported JSON")
+    wait_for(browser, lambda: "alice" in css(browser, "#db-tree").text, "the imported tree")
 
 
 def test_service_account_sign_in_keeps_the_key_in_the_browser(tmp_path_factory, browser):
