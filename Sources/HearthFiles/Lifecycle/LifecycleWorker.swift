@@ -44,6 +44,7 @@ public struct LifecycleWorker: Sendable {
         public var documents = 0
         public var objects = 0
         public var total: Int { documents + objects }
+        public init() {}
     }
 
     /// One pass over every rule. With `dryRun` nothing is deleted and every item that would be is
@@ -55,17 +56,23 @@ public struct LifecycleWorker: Sendable {
             switch rule {
             case .cascade(let pattern, let conditions, let prefixes):
                 var seen = Set<ResourcePath>()
+                var matched: [(path: ResourcePath, bound: [String: String])] = []
                 for condition in conditions {
                     let filter = Query.Filter.field(condition.field, Self.op(condition.op), condition.value ?? .timestamp(time))
                     for document in try await matches(pattern, filter) where seen.insert(document.path).inserted {
-                        guard let bound = pattern.match(document.path) else { continue }
-                        for template in prefixes {
-                            guard let prefix = LifecycleRules.expand(template, bound) else { continue }
-                            counts.objects += try await deletePrefix(prefix, dryRun: dryRun, report: report)
-                        }
-                        counts.documents += try await deleteTree(document.path, dryRun: dryRun, report: report)
+                        if let bound = pattern.match(document.path) { matched.append((document.path, bound)) }
                     }
                 }
+                // 1. Objects, several prefixes at a time.
+                let prefixList = matched.flatMap { match in prefixes.compactMap { LifecycleRules.expand($0, match.bound) } }
+                counts.objects += try await deletePrefixes(prefixList, dryRun: dryRun, report: report)
+                // 2. Documents: every tree in post-order (children before their parent), deleted in
+                //    commits of `batchSize`, so a matched document goes after everything under it.
+                var paths: [ResourcePath] = []
+                for match in matched { try await collectTree(match.path, into: &paths) }
+                for path in paths { report(Item(kind: .document, name: path.text)) }
+                if !dryRun { try await deleteDocuments(paths) }
+                counts.documents += paths.count
             case .ttl(let pattern, let field):
                 let filter = Query.Filter.field(field, .lessThan, .timestamp(time))
                 let expired = try await matches(pattern, filter).map(\.path)
@@ -113,20 +120,28 @@ public struct LifecycleWorker: Sendable {
         return Array(found.filter { pattern.match($0.path) != nil }.prefix(rules.batchSize))
     }
 
-    /// Deletes every object under a prefix; returns how many.
-    func deletePrefix(_ prefix: String, dryRun: Bool, report: (Item) -> Void) async throws -> Int {
-        var count = 0
-        var after: String?
-        while true {
-            let page = try await objects.list(bucket, .init(prefix: prefix, after: after, maxResults: 1000))
-            for object in page.objects {
-                report(Item(kind: .object, name: object.name))
-                if !dryRun { try await deleteObject(object.name) }
-                count += 1
+    /// Deletes every object under the prefixes (16 deletions in flight); returns how many.
+    func deletePrefixes(_ prefixes: [String], dryRun: Bool, report: (Item) -> Void) async throws -> Int {
+        var names: [String] = []
+        for prefix in prefixes {
+            var after: String?
+            while true {
+                let page = try await objects.list(bucket, .init(prefix: prefix, after: after, maxResults: 1000))
+                names += page.objects.map(\.name)
+                guard let next = page.next else { break }
+                after = next
             }
-            guard let next = page.next else { return count }
-            after = next
         }
+        for name in names { report(Item(kind: .object, name: name)) }
+        if dryRun { return names.count }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, name) in names.enumerated() {
+                if index >= 16 { try await group.next() }
+                group.addTask { try await deleteObject(name) }
+            }
+            try await group.waitForAll()
+        }
+        return names.count
     }
 
     func deleteObject(_ name: String) async throws {
@@ -137,24 +152,22 @@ public struct LifecycleWorker: Sendable {
         }
     }
 
-    /// Deletes a document's subcollections (depth first), then the document; returns how many documents.
-    func deleteTree(_ path: ResourcePath, dryRun: Bool, report: (Item) -> Void) async throws -> Int {
-        var count = 0
+    /// Appends a document's subtree in post-order: every subcollection's documents (depth
+    /// first), then the document itself.
+    func collectTree(_ path: ResourcePath, into paths: inout [ResourcePath]) async throws {
         for collection in try await documents.listCollectionIds(database, parent: path) {
             var after: Query.Cursor?
             while true {
                 let page = try await documents.runQuery(
                     database,
-                    Query(parent: path, collectionId: collection, orderBy: [Query.Order(.documentName)], startAt: after, limit: rules.batchSize))
+                    Query(parent: path, collectionId: collection, orderBy: [Query.Order(.documentName)], startAt: after, limit: rules.batchSize, select: []))
                     .documents
-                for child in page { count += try await deleteTree(child.path, dryRun: dryRun, report: report) }
+                for child in page { try await collectTree(child.path, into: &paths) }
                 guard page.count == rules.batchSize, let last = page.last else { break }
                 after = Query.Cursor(values: [.reference(database.name(of: last.path))], before: false)
             }
         }
-        report(Item(kind: .document, name: path.text))
-        if !dryRun { try await deleteDocuments([path]) }
-        return count + 1
+        paths.append(path)
     }
 
     func deleteDocuments(_ paths: [ResourcePath]) async throws {
