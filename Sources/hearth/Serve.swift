@@ -18,7 +18,8 @@ struct Serve: AsyncParsableCommand {
             Security rules (--firestore-rules or firebase.json's firestore.rules) judge every request \
             that does not carry the admin credential (`Authorization: Bearer <admin token>`); clients \
             authenticate with Firebase ID tokens (`Authorization: Bearer <ID token>`). Production mode \
-            (the default) without rules refuses every client request with 403 PERMISSION_DENIED. \
+            (the default) without rules refuses every client request with 403 PERMISSION_DENIED \
+            (except a user's reads of their own files/{fileId} records, the api port's file registry). \
             --emulator accepts what the Firebase Local Emulator Suite accepts: `Bearer owner` is admin, \
             unsigned ID tokens are users, clients may do everything while no rules are loaded, and \
             PUT /emulator/v1/projects/{p}:securityRules loads rules.

@@ -384,3 +384,25 @@ def test_clients_read_their_records_through_firestore(srv, alice, bob):
                            headers={"Authorization": f"Bearer {alice.token}"}, timeout=30)
     assert patch.status_code == 403
     assert requests.delete(f"{docs}/files/{p['fileId']}", headers={"Authorization": f"Bearer {alice.token}"}, timeout=30).status_code == 403
+
+
+def test_default_rules_let_owners_read_their_records(strict):
+    """Production mode without a rules file: Hearth's default rules — the owner may read a
+    files/{fileId} record, nobody may write one, everything else stays denied."""
+    owner, other = ApiUser(strict), ApiUser(strict)
+    p = owner.presign("image/png", "png")
+    docs = f"{strict.rest_base}/v1/projects/demo-hearth/databases/(default)/documents"
+    mine = requests.get(f"{docs}/files/{p['fileId']}", headers={"Authorization": f"Bearer {owner.token}"}, timeout=30)
+    assert mine.status_code == 200 and mine.json()["fields"]["status"] == {"stringValue": "pending"}
+    assert requests.get(f"{docs}/files/{p['fileId']}", headers={"Authorization": f"Bearer {other.token}"}, timeout=30).status_code == 403
+    assert requests.get(f"{docs}/files/{p['fileId']}", timeout=30).status_code == 403
+    query = {"structuredQuery": {"from": [{"collectionId": "files"}],
+                                 "where": {"fieldFilter": {"field": {"fieldPath": "ownerUid"}, "op": "EQUAL", "value": {"stringValue": owner.uid}}}}}
+    rows = requests.post(f"{docs}:runQuery", json=query, headers={"Authorization": f"Bearer {owner.token}"}, timeout=30)
+    assert rows.status_code == 200 and any(p["fileId"] in r.get("document", {}).get("name", "") for r in rows.json())
+    assert requests.post(f"{docs}:runQuery", json={"structuredQuery": {"from": [{"collectionId": "files"}]}},
+                         headers={"Authorization": f"Bearer {owner.token}"}, timeout=30).status_code == 403
+    patch = requests.patch(f"{docs}/files/{p['fileId']}", json={"fields": {"status": {"stringValue": "ready"}}},
+                           headers={"Authorization": f"Bearer {owner.token}"}, timeout=30)
+    assert patch.status_code == 403
+    assert requests.get(f"{docs}/other/x", headers={"Authorization": f"Bearer {owner.token}"}, timeout=30).status_code == 403
