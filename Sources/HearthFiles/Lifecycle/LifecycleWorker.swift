@@ -17,11 +17,15 @@ public struct LifecycleWorker: Sendable {
     public let objects: ObjectStore
     public let bucket: String
     let now: @Sendable () -> Timestamp
+    /// Of the given uids, those that have an account (for `onAccountDeletion`); nil = such
+    /// rules are skipped.
+    let existingAccounts: (@Sendable ([String]) async throws -> Set<String>)?
     let logger: Logger
 
     public init(
         rules: LifecycleRules, documents: DocumentEngine, database: DatabaseName, objects: ObjectStore, bucket: String,
-        now: @escaping @Sendable () -> Timestamp = FileRegistry.systemNow, logger: Logger
+        now: @escaping @Sendable () -> Timestamp = FileRegistry.systemNow,
+        existingAccounts: (@Sendable ([String]) async throws -> Set<String>)? = nil, logger: Logger
     ) {
         self.rules = rules
         self.documents = documents
@@ -29,6 +33,7 @@ public struct LifecycleWorker: Sendable {
         self.objects = objects
         self.bucket = rules.bucket ?? bucket
         self.now = now
+        self.existingAccounts = existingAccounts
         self.logger = logger
     }
 
@@ -79,6 +84,40 @@ public struct LifecycleWorker: Sendable {
                 for path in expired { report(Item(kind: .document, name: path.text)) }
                 if !dryRun { try await deleteDocuments(expired) }
                 counts.documents += expired.count
+            case .onAccountDeletion(let pattern, let documentTemplates, let storageTemplates):
+                guard let existingAccounts, case .variable(let uidVariable)? = pattern.segments.last else { continue }
+                // Scan the pattern's documents in pages; act on at most a batch of deleted accounts.
+                var after: Query.Cursor?
+                var handled = 0
+                scan: while handled < rules.batchSize {
+                    let topLevel = pattern.segments.count == 2
+                    let page = try await documents.runQuery(
+                        database,
+                        Query(
+                            collectionId: pattern.collectionID, allDescendants: !topLevel, orderBy: [Query.Order(.documentName)], startAt: after,
+                            limit: rules.batchSize, select: []))
+                        .documents
+                    let bound = page.compactMap { pattern.match($0.path) }
+                    let existing = try await existingAccounts(bound.compactMap { $0[uidVariable] })
+                    for binding in bound where binding[uidVariable].map({ !existing.contains($0) }) ?? false {
+                        let prefixes = storageTemplates.compactMap { LifecycleRules.expand($0, binding) }
+                        counts.objects += try await deletePrefixes(prefixes, dryRun: dryRun, report: report)
+                        var paths: [ResourcePath] = []
+                        for template in documentTemplates {
+                            guard let text = LifecycleRules.expand(template, binding) else { continue }
+                            let path = ResourcePath(parsing: text)
+                            guard path.isDocument else { continue }
+                            try await collectTree(path, into: &paths, onlyIfPresent: true)
+                        }
+                        for path in paths { report(Item(kind: .document, name: path.text)) }
+                        if !dryRun { try await deleteDocuments(paths) }
+                        counts.documents += paths.count
+                        handled += 1
+                        if handled >= rules.batchSize { break scan }
+                    }
+                    guard page.count == rules.batchSize, let last = page.last else { break }
+                    after = Query.Cursor(values: [.reference(database.name(of: last.path))], before: false)
+                }
             case .storageAge(let prefix, let maxAge):
                 let cutoff = time.microseconds - maxAge * 1_000_000
                 var after: String?
@@ -124,6 +163,11 @@ public struct LifecycleWorker: Sendable {
     func deletePrefixes(_ prefixes: [String], dryRun: Bool, report: (Item) -> Void) async throws -> Int {
         var names: [String] = []
         for prefix in prefixes {
+            if !prefix.hasSuffix("/") {
+                // An object name, not a prefix.
+                if try await objects.object(bucket, prefix) != nil { names.append(prefix) }
+                continue
+            }
             var after: String?
             while true {
                 let page = try await objects.list(bucket, .init(prefix: prefix, after: after, maxResults: 1000))
@@ -154,8 +198,10 @@ public struct LifecycleWorker: Sendable {
 
     /// Appends a document's subtree in post-order: every subcollection's documents (depth
     /// first), then the document itself.
-    func collectTree(_ path: ResourcePath, into paths: inout [ResourcePath]) async throws {
-        for collection in try await documents.listCollectionIds(database, parent: path) {
+    func collectTree(_ path: ResourcePath, into paths: inout [ResourcePath], onlyIfPresent: Bool = false) async throws {
+        let collections = try await documents.listCollectionIds(database, parent: path)
+        if onlyIfPresent, collections.isEmpty, try await documents.get(database, path).0 == nil { return }
+        for collection in collections {
             var after: Query.Cursor?
             while true {
                 let page = try await documents.runQuery(
