@@ -406,3 +406,22 @@ def test_default_rules_let_owners_read_their_records(strict):
                            headers={"Authorization": f"Bearer {owner.token}"}, timeout=30)
     assert patch.status_code == 403
     assert requests.get(f"{docs}/other/x", headers={"Authorization": f"Bearer {owner.token}"}, timeout=30).status_code == 403
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"maxUploadBytes": -1}, "maxUploadBytes"),
+    ({"surprise": True}, "unknown setting surprise"),
+    ({"contentTypes": {"image/png": []}}, "contentTypes"),
+    ({"appCheck": {"enforcement": {"api": "sometimes"}}}, "off, monitor or enforce"),
+    ({"s3PublicURL": "ftp://x"}, "s3PublicURL"),
+])
+def test_bad_api_config_stops_the_server(tmp_path, config, message):
+    import json
+    import subprocess
+    from authutil import hearth_binary
+    path = tmp_path / "api.json"
+    path.write_text(json.dumps(config))
+    r = subprocess.run([hearth_binary(), "serve", "--data-dir", str(tmp_path / "data"), "--api-config", str(path), "--api-port", "0",
+                        "--firestore-port", "0", "--auth-port", "0", "--storage-port", "0", "--s3-port", "0"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and message in r.stderr, r.stderr
