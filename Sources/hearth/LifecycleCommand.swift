@@ -3,6 +3,7 @@ import Foundation
 import HearthCore
 import HearthDocuments
 import HearthFiles
+import HearthServer
 import HearthSQLite
 import HearthStorage
 import Logging
@@ -24,9 +25,13 @@ struct LifecycleCommand: AsyncParsableCommand {
             do { rules = try LifecycleRules.load(config) } catch { throw ValidationError(error.message) }
             let store = try SQLiteDocumentStore(path: data.url.appendingPathComponent("hearth.sqlite").path)
             let engine = try await DocumentEngine(store: store, logger: Logger(label: "hearth.lifecycle"))
+            var configuration = ServerConfiguration()
+            configuration.project = project
+            let auth = try await HearthServer.openAuth(configuration, directory: data.url.path)
             let worker = LifecycleWorker(
                 rules: rules, documents: engine, database: DatabaseName(project: project, database: "(default)"), objects: try data.openObjects(),
-                bucket: "\(project).appspot.com", logger: Logger(label: "hearth.lifecycle"))
+                bucket: "\(project).appspot.com", existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) },
+                logger: Logger(label: "hearth.lifecycle"))
             let counts = try await worker.pass(dryRun: true) { item in print(item.description) }
             print("would delete \(counts.documents) documents and \(counts.objects) objects (one pass, at most \(rules.batchSize) matches per rule)")
         }

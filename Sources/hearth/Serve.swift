@@ -18,7 +18,8 @@ struct Serve: AsyncParsableCommand {
             Security rules (--firestore-rules or firebase.json's firestore.rules) judge every request \
             that does not carry the admin credential (`Authorization: Bearer <admin token>`); clients \
             authenticate with Firebase ID tokens (`Authorization: Bearer <ID token>`). Production mode \
-            (the default) without rules refuses every client request with 403 PERMISSION_DENIED. \
+            (the default) without rules refuses every client request with 403 PERMISSION_DENIED \
+            (except a user's reads of their own files/{fileId} records, the api port's file registry). \
             --emulator accepts what the Firebase Local Emulator Suite accepts: `Bearer owner` is admin, \
             unsigned ID tokens are users, clients may do everything while no rules are loaded, and \
             PUT /emulator/v1/projects/{p}:securityRules loads rules.
@@ -98,7 +99,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("api-config"), help: "JSON file with the file registry's settings: bucket, maxUploadBytes, contentTypes, strictUploads, presignExpiresSeconds, pendingTimeoutSeconds, sweepIntervalSeconds, s3PublicURL (env HEARTH_API_CONFIG; see docs/app-backend.md). The presigning key comes from HEARTH_API_S3_ACCESS_KEY_ID and HEARTH_API_S3_SECRET_ACCESS_KEY, else the server makes its own.")
     var apiConfig: String?
 
-    @Option(name: .customLong("lifecycle"), help: "Lifecycle rules (cascade deletes, TTL, storage expiry) for the worker inside the server (env HEARTH_LIFECYCLE; see docs/app-backend.md; dry run: hearth lifecycle plan).")
+    @Option(name: .customLong("lifecycle"), help: "Lifecycle rules (cascade deletes, TTL, storage expiry) for the worker inside the server (env HEARTH_LIFECYCLE; default: firebase.json's hearth.lifecycle; see docs/app-backend.md; dry run: hearth lifecycle plan).")
     var lifecycle: String?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
@@ -162,7 +163,7 @@ struct Serve: AsyncParsableCommand {
         if let file = apiConfig ?? env["HEARTH_API_CONFIG"] {
             do { config.api = try APIConfiguration.load(file) } catch let error as HearthError { throw ValidationError("--api-config: \(error.message)") }
         }
-        if let file = lifecycle ?? env["HEARTH_LIFECYCLE"] {
+        if let file = lifecycle ?? env["HEARTH_LIFECYCLE"] ?? firebase.lifecycleFile {
             do { config.lifecycle = try LifecycleRules.load(file) } catch { throw ValidationError("--lifecycle: \(error.message)") }
         }
         config.api.s3AccessKeyID = env["HEARTH_API_S3_ACCESS_KEY_ID"]
@@ -198,6 +199,8 @@ struct FirebaseJSON {
     var storageRulesFile: String?
     /// `emulators.ui.enabled` (the Emulator Suite UI's switch, honoured for the console).
     var consoleEnabled = true
+    /// `hearth.lifecycle`: the lifecycle worker's rules (docs/app-backend.md).
+    var lifecycleFile: String?
 
     static func load(directory: String) -> FirebaseJSON {
         var out = FirebaseJSON()
@@ -221,6 +224,9 @@ struct FirebaseJSON {
             }
             if let rules = json["storage"]?["rules"]?.stringValue {
                 out.storageRulesFile = dir.appendingPathComponent(rules).path
+            }
+            if let lifecycle = json["hearth"]?["lifecycle"]?.stringValue {
+                out.lifecycleFile = dir.appendingPathComponent(lifecycle).path
             }
         }
         if let data = FileManager.default.contents(atPath: dir.appendingPathComponent(".firebaserc").path),

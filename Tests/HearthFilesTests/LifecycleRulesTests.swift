@@ -39,6 +39,16 @@ import Testing
         #expect(rules.rules[2] == .storageAge(prefix: "tmp/", maxAgeSeconds: 60))
     }
 
+    @Test func parsesAccountDeletionRules() throws {
+        let json = try JSON.parse(#"{"rules": [{"onAccountDeletion": "users/{uid}", "documents": ["users/{uid}"], "storage": ["users/{uid}/"]}]}"#)
+        let rules = try LifecycleRules.parse(json, source: "test")
+        #expect(rules.rules == [.onAccountDeletion(pattern: try .init(parsing: "users/{uid}"), documents: ["users/{uid}"], storage: ["users/{uid}/"])])
+        for bad in [#"{"rules": [{"onAccountDeletion": "users/{uid}"}]}"#, #"{"rules": [{"onAccountDeletion": "users/{uid}/x/y", "storage": ["a/"]}]}"#] {
+            let parsed = try JSON.parse(bad)
+            #expect(throws: HearthError.self) { try LifecycleRules.parse(parsed, source: "test") }
+        }
+    }
+
     @Test(arguments: [
         #"{"rules": [{"cascade": "bottles/{id}", "when": []}]}"#, #"{"rules": [{"ttl": "s/{id}"}]}"#, #"{"rules": [{"storageAge": "tmp/"}]}"#,
         #"{"rules": [{"x": 1}]}"#, #"{"batchSize": 501, "rules": []}"#, #"{"surprise": 1, "rules": []}"#, #"[]"#,

@@ -229,6 +229,9 @@ def test_monitor_mode_allows_and_counts(tmp_path_factory):
         r = user.call("GET", "/v1/files", headers={"Authorization": f"Bearer {user.token}", "X-Firebase-AppCheck": PLACEHOLDER})
         assert r.status_code == 200
         assert "invalid App Check token allowed (monitor)" in s.output()
+        metrics = requests.get(f"{s.api_base}/metrics", timeout=30).text
+        assert 'hearth_app_check_requests_total{service="api",mode="monitor",outcome="missing"} 1' in metrics
+        assert 'hearth_app_check_requests_total{service="api",mode="monitor",outcome="invalid"} 1' in metrics
     finally:
         s.stop()
 

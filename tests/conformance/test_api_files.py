@@ -384,3 +384,44 @@ def test_clients_read_their_records_through_firestore(srv, alice, bob):
                            headers={"Authorization": f"Bearer {alice.token}"}, timeout=30)
     assert patch.status_code == 403
     assert requests.delete(f"{docs}/files/{p['fileId']}", headers={"Authorization": f"Bearer {alice.token}"}, timeout=30).status_code == 403
+
+
+def test_default_rules_let_owners_read_their_records(strict):
+    """Production mode without a rules file: Hearth's default rules — the owner may read a
+    files/{fileId} record, nobody may write one, everything else stays denied."""
+    owner, other = ApiUser(strict), ApiUser(strict)
+    p = owner.presign("image/png", "png")
+    docs = f"{strict.rest_base}/v1/projects/demo-hearth/databases/(default)/documents"
+    mine = requests.get(f"{docs}/files/{p['fileId']}", headers={"Authorization": f"Bearer {owner.token}"}, timeout=30)
+    assert mine.status_code == 200 and mine.json()["fields"]["status"] == {"stringValue": "pending"}
+    assert requests.get(f"{docs}/files/{p['fileId']}", headers={"Authorization": f"Bearer {other.token}"}, timeout=30).status_code == 403
+    assert requests.get(f"{docs}/files/{p['fileId']}", timeout=30).status_code == 403
+    query = {"structuredQuery": {"from": [{"collectionId": "files"}],
+                                 "where": {"fieldFilter": {"field": {"fieldPath": "ownerUid"}, "op": "EQUAL", "value": {"stringValue": owner.uid}}}}}
+    rows = requests.post(f"{docs}:runQuery", json=query, headers={"Authorization": f"Bearer {owner.token}"}, timeout=30)
+    assert rows.status_code == 200 and any(p["fileId"] in r.get("document", {}).get("name", "") for r in rows.json())
+    assert requests.post(f"{docs}:runQuery", json={"structuredQuery": {"from": [{"collectionId": "files"}]}},
+                         headers={"Authorization": f"Bearer {owner.token}"}, timeout=30).status_code == 403
+    patch = requests.patch(f"{docs}/files/{p['fileId']}", json={"fields": {"status": {"stringValue": "ready"}}},
+                           headers={"Authorization": f"Bearer {owner.token}"}, timeout=30)
+    assert patch.status_code == 403
+    assert requests.get(f"{docs}/other/x", headers={"Authorization": f"Bearer {owner.token}"}, timeout=30).status_code == 403
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"maxUploadBytes": -1}, "maxUploadBytes"),
+    ({"surprise": True}, "unknown setting surprise"),
+    ({"contentTypes": {"image/png": []}}, "contentTypes"),
+    ({"appCheck": {"enforcement": {"api": "sometimes"}}}, "off, monitor or enforce"),
+    ({"s3PublicURL": "ftp://x"}, "s3PublicURL"),
+])
+def test_bad_api_config_stops_the_server(tmp_path, config, message):
+    import json
+    import subprocess
+    from authutil import hearth_binary
+    path = tmp_path / "api.json"
+    path.write_text(json.dumps(config))
+    r = subprocess.run([hearth_binary(), "serve", "--data-dir", str(tmp_path / "data"), "--api-config", str(path), "--api-port", "0",
+                        "--firestore-port", "0", "--auth-port", "0", "--storage-port", "0", "--s3-port", "0"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and message in r.stderr, r.stderr

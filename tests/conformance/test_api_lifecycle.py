@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from apiutil import ADMIN_TOKEN, start_api_server
-from authutil import hearth_binary
+from authutil import V1, AuthRest, hearth_binary
 from conftest import PROJECT
 
 pytestmark = pytest.mark.hearth_only(reason="the lifecycle worker is Hearth's")
@@ -32,6 +32,7 @@ RULES = {
          "storagePrefixes": ["bottles/{bottleId}/"]},
         {"ttl": "sessions/{sessionId}", "field": "expireAt"},
         {"storageAge": "tmp/", "maxAgeSeconds": 1},
+        {"onAccountDeletion": "users/{uid}", "documents": ["users/{uid}"], "storage": ["users/{uid}/avatar.png", "users/{uid}/private/"]},
     ],
 }
 
@@ -152,6 +153,34 @@ def test_worker_sweeps_and_resumes_after_a_crash(srv):
         time.sleep(0.5)
     assert count(srv, "sessions") == 50 and objects(srv, "tmp/") == [] and objects(srv, "keep/") == ["keep/me.bin"]
     assert "lifecycle deleted" in srv.output()
+
+
+def test_account_deletion_removes_listed_paths(srv):
+    """Runs after the sweep test (the worker is on): deleting an account removes its listed
+    document (with subcollections) and objects; another user's stay."""
+    rest = AuthRest(srv)
+    gone, kept = (rest.sign_up(f"life-{i}-{time.time_ns()}@example.com", "secret-pass-1")["localId"] for i in range(2))
+    writes = []
+    for uid in (gone, kept):
+        writes.append({"update": {"name": name(f"users/{uid}"), "fields": {"nick": {"stringValue": uid}}}})
+        writes.append({"update": {"name": name(f"users/{uid}/settings/app"), "fields": {"dark": {"booleanValue": True}}}})
+    commit(srv, writes)
+    for uid in (gone, kept):
+        put_object(srv, f"users/{uid}/avatar.png")
+        put_object(srv, f"users/{uid}/private/notes.txt")
+        put_object(srv, f"users/{uid}/public.txt")
+    time.sleep(2)  # the worker sees both accounts alive: nothing goes
+    assert requests.get(f"{docs_url(srv)}/users/{gone}", headers=ADMIN, timeout=30).status_code == 200
+    r = rest.call(f"{V1}/accounts:delete", {"localId": gone}, admin=ADMIN_TOKEN)
+    assert r.status_code == 200, r.text
+    deadline = time.monotonic() + 30
+    while requests.get(f"{docs_url(srv)}/users/{gone}", headers=ADMIN, timeout=30).status_code != 404 and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert requests.get(f"{docs_url(srv)}/users/{gone}", headers=ADMIN, timeout=30).status_code == 404
+    assert requests.get(f"{docs_url(srv)}/users/{gone}/settings/app", headers=ADMIN, timeout=30).status_code == 404
+    assert objects(srv, f"users/{gone}/") == [f"users/{gone}/public.txt"]  # not listed: kept
+    assert requests.get(f"{docs_url(srv)}/users/{kept}/settings/app", headers=ADMIN, timeout=30).status_code == 200
+    assert sorted(objects(srv, f"users/{kept}/")) == sorted(f"users/{kept}/{n}" for n in ("avatar.png", "private/notes.txt", "public.txt"))
 
 
 def test_bad_rules_stop_the_server_at_start(tmp_path_factory, srv):

@@ -78,6 +78,10 @@ public struct LifecycleRules: Sendable, Equatable {
         case ttl(pattern: Pattern, field: FieldPath)
         /// Objects under `prefix` older than `maxAgeSeconds` are deleted.
         case storageAge(prefix: String, maxAgeSeconds: Int64)
+        /// For documents matching `pattern` whose last variable names a uid without an account
+        /// (deleted): the listed documents (with their subcollections) and storage objects (a
+        /// name ending in `/` is a prefix) are deleted.
+        case onAccountDeletion(pattern: Pattern, documents: [String], storage: [String])
     }
 
     public var rules: [Rule]
@@ -153,11 +157,23 @@ public struct LifecycleRules: Sendable, Equatable {
             } else if let pattern = rule["ttl"]?.stringValue {
                 guard let field = rule["field"]?.stringValue else { throw .invalidArgument("\(at): ttl needs field.") }
                 out.rules.append(.ttl(pattern: try Pattern(parsing: pattern), field: try FieldPath(parsing: field)))
+            } else if let pattern = rule["onAccountDeletion"]?.stringValue {
+                let documents = rule["documents"]?.arrayValue?.compactMap(\.stringValue) ?? []
+                let storage = rule["storage"]?.arrayValue?.compactMap(\.stringValue) ?? []
+                guard !documents.isEmpty || !storage.isEmpty else {
+                    throw .invalidArgument("\(at): onAccountDeletion needs documents and/or storage paths.")
+                }
+                let parsed = try Pattern(parsing: pattern)
+                guard case .variable? = parsed.segments.last else {
+                    throw .invalidArgument("\(at): onAccountDeletion's pattern must end in the uid variable, e.g. users/{uid}.")
+                }
+                for document in documents { _ = try Pattern(parsing: document.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")) }
+                out.rules.append(.onAccountDeletion(pattern: parsed, documents: documents, storage: storage))
             } else if let prefix = rule["storageAge"]?.stringValue {
                 out.rules.append(.storageAge(prefix: prefix, maxAgeSeconds: try int("maxAgeSeconds", rule["maxAgeSeconds"], 1...(3650 * 86400), 0)))
                 if case .storageAge(_, 0)? = out.rules.last { throw .invalidArgument("\(at): storageAge needs maxAgeSeconds.") }
             } else {
-                throw .invalidArgument("\(at): a rule is {\"cascade\"…}, {\"ttl\"…} or {\"storageAge\"…}.")
+                throw .invalidArgument("\(at): a rule is {\"cascade\"…}, {\"ttl\"…}, {\"storageAge\"…} or {\"onAccountDeletion\"…}.")
             }
         }
         return out

@@ -74,7 +74,7 @@ public struct AppAPIResponder: HTTPResponder {
 
     /// The file API's routes.
     enum Route: Equatable {
-        case healthz, readyz, openAPI, presignUpload, list
+        case healthz, readyz, openAPI, metrics, presignUpload, list
         case complete(String), presignDownload(String), file(String)
 
         init?(_ segments: [String]) {
@@ -84,6 +84,7 @@ public struct AppAPIResponder: HTTPResponder {
                 case "healthz": self = .healthz
                 case "readyz": self = .readyz
                 case "openapi.json": self = .openAPI
+                case "metrics": self = .metrics
                 default: return nil
                 }
             case 2 where segments == ["v1", "files"]: self = .list
@@ -112,6 +113,22 @@ public struct AppAPIResponder: HTTPResponder {
             return Self.json(.object([("status", .string("ready"))]))
         case (.get, .openAPI):
             return Self.json(AppAPIOpenAPI.document)
+        case (.get, .metrics):
+            // App Check outcomes per service (monitor and enforce modes count them), Prometheus text format.
+            var lines = [
+                "# HELP hearth_app_check_requests_total Requests judged by App Check, by service and outcome.",
+                "# TYPE hearth_app_check_requests_total counter",
+            ]
+            let gates = [appCheckGate] + authenticator.appCheckGates.values.sorted { $0.service < $1.service }
+            for gate in gates where gate.mode != .off {
+                let counts = gate.snapshot
+                for (outcome, value) in [("verified", counts.verified), ("missing", counts.missing), ("invalid", counts.invalid)] {
+                    lines.append("hearth_app_check_requests_total{service=\"\(gate.service)\",mode=\"\(gate.mode.rawValue)\",outcome=\"\(outcome)\"} \(value)")
+                }
+            }
+            var buffer = ByteBufferAllocator().buffer(capacity: 512)
+            buffer.writeString(lines.joined(separator: "\n") + "\n")
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: ResponseBody(byteBuffer: buffer))
         case (.post, .presignUpload):
             let uid = try await user(request)
             var request = request

@@ -39,8 +39,10 @@ extension HearthServer {
         let gate = AppCheckGate(service: "api", mode: api.appCheckEnforcement["api"] ?? .off, engine: appCheck, logger: logger)
         var lifecycle: [any Service] = []
         if let rules = configuration.lifecycle {
+            let auth = auth
             let worker = LifecycleWorker(
-                rules: rules, documents: engine, database: registry.database, objects: objects, bucket: configuration.defaultBucket, logger: logger)
+                rules: rules, documents: engine, database: registry.database, objects: objects, bucket: configuration.defaultBucket,
+                existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) }, logger: logger)
             lifecycle.append(LifecycleService(worker: worker))
         }
         return lifecycle + [

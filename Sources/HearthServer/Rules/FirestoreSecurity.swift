@@ -28,8 +28,29 @@ public struct FirestoreSecurity: Sendable {
     func policy(_ identity: Identity, _ database: DatabaseName) -> Policy {
         if identity.isAdmin { return .allowAll }
         if let loaded = rules.rules(for: database.project) { return .rules(loaded) }
-        return emulator ? .allowAll : .denyAll
+        return emulator ? .allowAll : .rules(Self.defaultRules)
     }
+
+    /// Production mode without a rules file: every client request is denied, except that the
+    /// owner of a file-registry record may read it (the api port's `files/{fileId}`,
+    /// docs/app-backend.md) — nobody but the server writes those.
+    static let defaultRules: RulesStore.Loaded = {
+        let text = """
+            rules_version = '2';
+            service cloud.firestore {
+              match /databases/{database}/documents {
+                match /files/{fileId} {
+                  allow read: if request.auth != null && resource.data.ownerUid == request.auth.uid;
+                }
+              }
+            }
+            """
+        do {
+            return RulesStore.Loaded(try Ruleset.compile(text, fileName: "<default rules>"), origin: "default rules")
+        } catch {
+            preconditionFailure("the default rules do not compile: \(error)")  // a constant, compiled by every test run
+        }
+    }()
 
     /// Emulator mode records coverage and explains denials; production keeps the message
     /// Firestore sends and logs the reason.
@@ -38,7 +59,7 @@ public struct FirestoreSecurity: Sendable {
     static let deniedMessage = "Missing or insufficient permissions."
 
     func denial(_ decision: RulesDecision?, _ what: String) -> HearthError {
-        let reason = decision?.reason ?? "No security rules are loaded; production mode denies every client request."
+        let reason = decision?.reason ?? "No security rules are loaded; production mode denies every client request (but owners' reads of files/{fileId})."
         logger.debug("rules denied", metadata: ["request": "\(what)", "reason": "\(reason)"])
         if emulator { return HearthError(.permissionDenied, Self.deniedMessage + " " + reason) }
         return HearthError(.permissionDenied, Self.deniedMessage)

@@ -1,0 +1,119 @@
+import Foundation
+import HearthCore
+import HearthDocuments
+import HearthFiles
+import HearthServer
+import HearthStorage
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// `hearth bench --phases api,lifecycle` (issue 15's targets):
+/// - `api`: presign-upload (one durable document write) and complete (a HEAD, a 512-byte read,
+///   one durable write) per second through the api port, next to a same-run authenticated
+///   request that writes nothing (`GET /v1/files` of a user without files);
+/// - `lifecycle`: the lifecycle worker's deletions per second (documents plus objects) on a
+///   data set of expired bottles, each with a subcollection document and an object.
+struct ApiBench {
+    let load: Load
+    let server: HearthServer
+    static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0, count: 56)
+
+    func progress(_ text: String) { FileHandle.standardError.write(Data("  \(text)\n".utf8)) }
+
+    func runAPI(port: Int) async throws {
+        let base = "http://127.0.0.1:\(port)"
+        let uid = "bench-api"
+        let user = load.with(authorization: "Bearer " + Bench.unsignedToken(uid: uid))
+        let nobody = load.with(authorization: "Bearer " + Bench.unsignedToken(uid: "bench-api-empty"))
+        print(try await nobody.run("baseline: api port, authenticated GET /v1/files, empty page (no write)") { _ in
+            (HTTPMethod.GET, "\(base)/v1/files?pageSize=1", nil)
+        })
+        let body = ByteBuffer(string: #"{"contentType":"image/png","fileExtension":"png"}"#)
+        print(try await user.run("api: presign-upload (one durable write)") { _ in (HTTPMethod.POST, "\(base)/v1/files/presign-upload", body) })
+
+        // Record more pending files through the registry itself (the presign phase above made only
+        // a few seconds' worth), upload an object for each, then complete each once: the complete
+        // phase runs at most 3 s so that it never repeats a file.
+        let database = DatabaseName(project: server.configuration.project, database: "(default)")
+        let registry = FileRegistry(
+            documents: server.engine, database: database, objects: server.objects, bucket: server.configuration.defaultBucket,
+            policy: FileUploadPolicy(),
+            presigner: { S3Presigner(endpoint: URL(string: "http://127.0.0.1:1")!, region: "us-east-1", accessKeyID: "bench", secretAccessKey: "bench") },
+            logger: Logger(label: "bench"))
+        progress("recording 6000 more pending files…")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<6000 {
+                if index >= 32 { try await group.next() }
+                group.addTask { _ = try await registry.presignUpload(owner: uid, contentType: "image/png", fileExtension: "png", declaredSize: nil) }
+            }
+            try await group.waitForAll()
+        }
+        let pending = try await server.engine.runQuery(
+            database, Query(collectionId: FileRecord.collection, filter: .field(FieldPath(["ownerUid"]), .equal, .string(uid))))
+            .documents.compactMap(FileRecord.init)
+        progress("uploading \(pending.count) objects for the complete phase…")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, record) in pending.enumerated() {
+                if index >= 16 { try await group.next() }
+                group.addTask {
+                    var attributes = ObjectAttributes()
+                    attributes.contentType = "image/png"
+                    _ = try await server.objects.put(record.bucket, record.key, Self.png, attributes: attributes)
+                }
+            }
+            try await group.waitForAll()
+        }
+        let ids = pending.map(\.fileId)
+        let short = Load(client: load.client, clients: load.clients, duration: min(load.duration, 3)).with(authorization: user.authorization)
+        let measured = try await short.run("api: complete (HEAD, content check, one durable write)") { i in
+            (HTTPMethod.POST, "\(base)/v1/files/\(ids[abs(i) % ids.count])/complete", nil)
+        }
+        print(measured)
+        if measured.operations + 8 > ids.count {
+            progress("note: \(measured.operations) completes for \(ids.count) files — some were repeats (answered without a write)")
+        }
+    }
+
+    func runLifecycle(bottles: Int) async throws {
+        let database = DatabaseName(project: server.configuration.project, database: "(default)")
+        let bucket = server.configuration.defaultBucket
+        progress("preparing \(bottles) expired bottles with a chat message and an object each…")
+        var writes: [Write] = []
+        for index in 0..<bottles {
+            let id = String(format: "b%06d", index)
+            writes.append(.set(ResourcePath(["lifebottles", id]), ["expiresAt": .timestamp(Timestamp(seconds: 1_600_000_000, nanos: 0))]))
+            writes.append(.set(ResourcePath(["lifebottles", id, "chat", "m1"]), ["text": .string("hi")]))
+            if writes.count >= 500 {
+                _ = try await server.engine.commit(database, writes)
+                writes.removeAll()
+            }
+        }
+        if !writes.isEmpty { _ = try await server.engine.commit(database, writes) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<bottles {
+                if index >= 16 { try await group.next() }
+                group.addTask { _ = try await server.objects.put(bucket, String(format: "lifebottles/b%06d/content/image.jpg", index), [0xFF, 0xD8, 0xFF]) }
+            }
+            try await group.waitForAll()
+        }
+        let rules = try LifecycleRules.parse(
+            JSON.parse(
+                #"{"batchSize": 500, "rules": [{"cascade": "lifebottles/{id}", "when": [{"field": "expiresAt", "op": "<", "value": "now"}], "storagePrefixes": ["lifebottles/{id}/"]}]}"#
+            ), source: "bench")
+        let worker = LifecycleWorker(
+            rules: rules, documents: server.engine, database: database, objects: server.objects, bucket: bucket, logger: Logger(label: "bench"))
+        let start = ContinuousClock.now
+        var total = LifecycleWorker.Counts()
+        while true {
+            let counts = try await worker.pass(dryRun: false)
+            if counts.total == 0 { break }
+            total.documents += counts.documents
+            total.objects += counts.objects
+        }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rate = Int((Double(total.total) / seconds).rounded())
+        print("lifecycle: cascade deletes, one worker: \(rate) deletions/s (\(total.documents) documents + \(total.objects) objects in \(String(format: "%.2f", seconds)) s)")
+    }
+}
