@@ -422,6 +422,7 @@ def test_bad_api_config_stops_the_server(tmp_path, config, message):
     path = tmp_path / "api.json"
     path.write_text(json.dumps(config))
     r = subprocess.run([hearth_binary(), "serve", "--data-dir", str(tmp_path / "data"), "--api-config", str(path), "--api-port", "0",
-                        "--firestore-port", "0", "--auth-port", "0", "--storage-port", "0", "--s3-port", "0"],
+                        "--firestore-port", "0", "--auth-port", "0", "--storage-port", "0", "--s3-port", "0", "--database-port", "0",
+                        "--console-port", "0"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and message in r.stderr, r.stderr

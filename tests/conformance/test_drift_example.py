@@ -23,7 +23,8 @@ def test_drift_checklist(tmp_path):
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [hearth_binary(), "serve", "--data-dir", str(tmp_path / "data"), "--host", "127.0.0.1", "--firestore-port", "0",
-             "--auth-port", "0", "--storage-port", "0", "--s3-port", "0", "--api-port", "0", "--ready-file", str(ready)],
+             "--auth-port", "0", "--storage-port", "0", "--s3-port", "0", "--api-port", "0", "--database-port", "0",
+             "--console-port", "0", "--ready-file", str(ready)],
             cwd=EXAMPLE, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
