@@ -94,6 +94,20 @@ struct EngineFixture {
         #expect(try await db.get("", query: query) == #"{"a":"hi"}"#)
     }
 
+    @Test func aNodeThatStopsExistingLosesItsPriority() async throws {
+        let db = EngineFixture()
+        try await db.set("a", #"{"b":1,".priority":5}"#)
+        try await db.set("a/b", "null")
+        try await db.set("a/c", "2")
+        let node = try await db.engine.read(namespace: db.ns, path: path("a"), auth: .admin).node
+        #expect(node.exportJSON().serialized() == #"{"c":2}"#)
+        try await db.set("x", #"{"y":{"z":1,".priority":1},".priority":2}"#)
+        _ = try await db.engine.update(namespace: db.ns, path: path("x"), values: [("y/z", .null)], auth: .admin)
+        try await db.set("x/y/w", "3")
+        let x = try await db.engine.read(namespace: db.ns, path: path("x"), auth: .admin).node
+        #expect(x.exportJSON().serialized() == #"{"y":{"w":3}}"#)
+    }
+
     @Test func multiPathUpdateIsAtomic() async throws {
         let db = EngineFixture()
         try await db.set("u", #"{"a":{"since":1},"b":{"since":2}}"#)
