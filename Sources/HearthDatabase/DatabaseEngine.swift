@@ -234,6 +234,7 @@ public actor DatabaseEngine {
         let program = try authorizer.compile(text)
         try await store.setRules(text, namespace: namespace)
         rulesByNamespace[namespace] = program
+        feed.publish(DatabaseChange(namespace: namespace, revision: 0, kind: .rules))
     }
 }
 

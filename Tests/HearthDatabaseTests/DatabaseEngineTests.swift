@@ -191,6 +191,8 @@ struct EngineFixture {
         #expect(DatabaseListenEvent.events(for: above, at: path("p/users")) == [DatabaseListenEvent(kind: .put, path: .root, data: .number(1))])
         let update = DatabaseChange(namespace: "n", revision: 3, kind: .update(path: path("p"), children: [(path("a"), DatabaseNode(value: .bool(true))), (path("b"), .empty)]))
         #expect(DatabaseListenEvent.events(for: update, at: .root) == [DatabaseListenEvent(kind: .patch, path: path("p"), data: try JSON.parse(#"{"a":true,"b":null}"#))])
+        let rules = DatabaseChange(namespace: "n", revision: 0, kind: .rules)
+        #expect(DatabaseListenEvent.events(for: rules, at: .root).isEmpty && !DatabaseListenEvent.touches(rules, .root))
     }
 
     @Test func defaultAuthorizerAllowsOnlyWhatFirebaseDefaultsAllow() async throws {
@@ -202,6 +204,10 @@ struct EngineFixture {
         try await production.set("a", "1", auth: .admin)
         try await emulator.engine.setRules(#"{"rules":{".read":true}}"#, namespace: emulator.ns, auth: .admin)
         await #expect(throws: DatabaseError.self) { try await emulator.set("a", "2", auth: user) }
+        let recorder = RecordingSubscriber()
+        _ = emulator.engine.feed.subscribe(namespace: emulator.ns, recorder)
+        try await emulator.engine.setRules(#"{"rules":{".read":false}}"#, namespace: emulator.ns, auth: .admin)
+        #expect(recorder.changes.withLock { changes in changes.count == 1 && { if case .rules = changes[0].kind { true } else { false } }() })
         await #expect(throws: DatabaseError.self) { try await emulator.engine.setRules("{}", namespace: emulator.ns, auth: .admin) }
         await #expect(throws: DatabaseError.self) { try await emulator.engine.setRules(#"{"rules":{}}"#, namespace: emulator.ns, auth: user) }
     }

@@ -103,6 +103,27 @@ def test_auth_revoked_when_the_id_token_expires(server):
         stream.close()
 
 
+def test_streams_are_cancelled_when_rules_stop_allowing_the_read(server):
+    ns = unique("sse")
+    admin = DatabaseRest(server, ns=ns)
+    admin.put("/room.json", {"m": 1})
+    anonymous = DatabaseRest(server, ns=ns, token=None)
+    client = EventStream(anonymous, "/room.json")
+    owner = EventStream(admin, "/room.json")
+    try:
+        assert client.next() == ("put", {"path": "/", "data": {"m": 1}})
+        assert owner.next() == ("put", {"path": "/", "data": {"m": 1}})
+        admin.request("PUT", "/.settings/rules.json", data=json.dumps({"rules": {".read": "false"}}))
+        assert client.next() == ("cancel", None)
+        with pytest.raises(EOFError):
+            client.next()
+        admin.put("/room/m.json", 2)  # the admin's stream goes on
+        assert owner.next() == ("put", {"path": "/m", "data": 2})
+    finally:
+        client.close()
+        owner.close()
+
+
 def test_refusals_come_before_the_stream(server):
     ns = unique("sse")
     admin = DatabaseRest(server, ns=ns)

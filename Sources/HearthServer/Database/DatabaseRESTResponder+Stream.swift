@@ -72,14 +72,30 @@ extension DatabaseRESTResponder {
                                     try await writer.write(Self.event("auth_revoked", .string("credential is no longer valid")))
                                     return group.cancelAll()
                                 case .change(let change):
-                                    guard change.revision > snapshot.revision else { continue }
+                                    // Rules decide again when they change, and for every write a
+                                    // client's stream would see (rules may depend on the data).
+                                    let recheck: Bool
+                                    if case .rules = change.kind { recheck = true } else {
+                                        guard change.revision > snapshot.revision else { continue }
+                                        recheck = DatabaseListenEvent.touches(change, parsed.path)
+                                    }
+                                    if recheck && !auth.isAdmin {
+                                        do {
+                                            try await engine.authorizeRead(
+                                                namespace: parsed.namespace, path: parsed.path, query: parsed.query, auth: auth)
+                                        } catch let error as DatabaseError where error.reason == .permissionDenied {
+                                            try await writer.write(Self.event("cancel", .null))
+                                            return group.cancelAll()
+                                        }
+                                    }
+                                    if case .rules = change.kind { continue }
                                     if parsed.query != nil {
                                         guard DatabaseListenEvent.touches(change, parsed.path) else { continue }
                                         let current: DatabaseEngine.Snapshot
                                         do {
                                             current = try await engine.read(namespace: parsed.namespace, path: parsed.path, query: parsed.query, auth: auth)
                                         } catch let error as DatabaseError where error.reason == .permissionDenied {
-                                            try await writer.write(Self.event("cancel", .string("Permission denied")))
+                                            try await writer.write(Self.event("cancel", .null))
                                             return group.cancelAll()
                                         }
                                         if current.node != shown {
