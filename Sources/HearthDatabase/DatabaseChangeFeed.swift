@@ -7,10 +7,13 @@ public struct DatabaseChange: Sendable {
         case set(path: DatabasePath, node: DatabaseNode)
         /// Children of `path` were replaced, each at its path relative to `path`.
         case update(path: DatabasePath, children: [(DatabasePath, DatabaseNode)])
+        /// The namespace's rules were replaced (listeners re-check that they may still read).
+        case rules
     }
 
     public var namespace: String
-    /// The namespace's revision after the write: changes arrive in increasing revisions.
+    /// The namespace's revision after the write: changes arrive in increasing revisions
+    /// (a `rules` change is not a write and carries 0).
     public var revision: Int64
     public var kind: Kind
 }

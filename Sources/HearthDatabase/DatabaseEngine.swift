@@ -147,9 +147,11 @@ public actor DatabaseEngine {
             var scalarsAbove: [DatabasePath] = []
             if !ancestors.isEmpty { scalarsAbove = try await store.leaves(namespace: namespace, at: ancestors).map(\.path) }
             let stored = StoredTreeView(store: store, namespace: namespace)
+            let after = WrittenTreeView(stored: stored, writes: writes)
+            scalarsAbove += try await orphanedPriorities(namespace: namespace, writes: writes, after: after)
             let request = DatabaseWriteRequest(
                 namespace: namespace, path: base, changedPaths: writes.map(\.0), auth: auth, before: stored,
-                after: WrittenTreeView(stored: stored, writes: writes), now: now)
+                after: after, now: now)
             let decision = try await authorizer.authorizeWrite(request, rules: rules)
             guard decision.allowed else {
                 throw DatabaseError(.permissionDenied, DatabaseError.permissionDenied.message, cause: DenialReason(decision.reason))
@@ -171,6 +173,28 @@ public actor DatabaseEngine {
             return .written(writes[0].1, revision: newRevision)
         }
         throw DatabaseError(.unavailable, "The write kept conflicting with other writers; try again.")
+    }
+
+    /// The priority rows of ancestors that a deletion leaves without value or children: a
+    /// node that no longer exists has no priority (a later write under it must not revive it).
+    /// Only ancestors that have a priority are looked at, with one point read each.
+    func orphanedPriorities(namespace: String, writes: [(DatabasePath, DatabaseNode)], after: WrittenTreeView) async throws -> [DatabasePath] {
+        var candidates: [DatabasePath] = []
+        var seen = Set<DatabasePath>()
+        for (path, node) in writes where node.isEmpty {
+            var parent = path.parent
+            while let current = parent {
+                if seen.insert(current).inserted { candidates.append(current.child(DatabaseNode.priorityKey)) }
+                parent = current.parent
+            }
+        }
+        guard !candidates.isEmpty else { return [] }
+        var orphaned: [DatabasePath] = []
+        for row in try await store.leaves(namespace: namespace, at: candidates) {
+            guard let owner = row.path.parent else { continue }
+            if try await after.node(at: owner.keys) == nil { orphaned.append(row.path) }
+        }
+        return orphaned
     }
 
     func lock() async {
@@ -210,6 +234,7 @@ public actor DatabaseEngine {
         let program = try authorizer.compile(text)
         try await store.setRules(text, namespace: namespace)
         rulesByNamespace[namespace] = program
+        feed.publish(DatabaseChange(namespace: namespace, revision: 0, kind: .rules))
     }
 }
 

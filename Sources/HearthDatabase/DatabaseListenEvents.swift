@@ -32,6 +32,8 @@ public struct DatabaseListenEvent: Sendable, Equatable {
                 return [DatabaseListenEvent(kind: .patch, path: base.relative(to: location), data: data)]
             }
             return children.compactMap { setEvents(base.appending($0.0), $0.1, at: location) }
+        case .rules:
+            return []
         }
     }
 
@@ -54,6 +56,7 @@ public struct DatabaseListenEvent: Sendable, Equatable {
                 let path = base.appending(child.0)
                 return path.isWithin(location) || location.isWithin(path)
             }
+        case .rules: return false
         }
     }
 }

@@ -71,7 +71,7 @@ public struct HearthServer: Sendable {
         try await objects.createBucket(configuration.defaultBucket, ifMissing: true)
         let swept = try await objects.sweep()
         if swept > 0 { logger.notice("removed blobs of uploads that never completed", metadata: ["count": "\(swept)"]) }
-        let database = try openDatabase(configuration, directory: dir.path)
+        let database = try await openDatabase(configuration, directory: dir.path, logger: logger)
         logger.info("opened data directory", metadata: ["path": "\(dir.path)"])
         return HearthServer(
             configuration: configuration, engine: engine, auth: auth, firestoreRules: firestoreRules, objects: objects,

@@ -20,6 +20,8 @@ public struct ServerConfiguration: Sendable {
     public var firestoreRulesFile: String?
     /// `storage.rules`: security rules for Storage, reloaded when the file changes.
     public var storageRulesFile: String?
+    /// `database.rules.json`: Realtime Database rules for the default namespace, loaded at start.
+    public var databaseRulesFile: String?
 
     /// Keep object bytes in an external S3 bucket instead of the data directory.
     public var blobS3: S3BlobStore.Configuration?

@@ -86,6 +86,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("storage-rules"), help: "Security rules for Storage (env HEARTH_STORAGE_RULES; default: firebase.json's storage.rules). Reloaded when the file changes.")
     var storageRules: String?
 
+    @Option(name: .customLong("database-rules"), help: "Realtime Database rules (JSON, {\"rules\": {…}}) for the default namespace <project>-default-rtdb, loaded at start (env HEARTH_DATABASE_RULES; default: firebase.json's database.rules). PUT /.settings/rules.json replaces them while running.")
+    var databaseRules: String?
+
     @Option(name: .customLong("blob-s3"), help: "Keep object bytes in an external S3 bucket: http(s)://HOST[:PORT]/BUCKET[/PREFIX] (path-style). Credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; region from --blob-s3-region. (default: files under the data dir)")
     var blobS3: String?
 
@@ -139,6 +142,7 @@ struct Serve: AsyncParsableCommand {
         config.indexesFile = indexes ?? firebase.indexesFile
         config.firestoreRulesFile = firestoreRules ?? env["HEARTH_FIRESTORE_RULES"] ?? firebase.firestoreRulesFile
         config.storageRulesFile = storageRules ?? env["HEARTH_STORAGE_RULES"] ?? firebase.storageRulesFile
+        config.databaseRulesFile = databaseRules ?? env["HEARTH_DATABASE_RULES"] ?? firebase.databaseRulesFile
         if let spec = blobS3 ?? env["HEARTH_BLOB_S3"] {
             guard let url = URL(string: spec), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
                 throw ValidationError("--blob-s3 must look like https://s3.example.com/bucket/prefix")
@@ -201,6 +205,7 @@ struct FirebaseJSON {
     var consoleEnabled = true
     /// `hearth.lifecycle`: the lifecycle worker's rules (docs/app-backend.md).
     var lifecycleFile: String?
+    var databaseRulesFile: String?
 
     static func load(directory: String) -> FirebaseJSON {
         var out = FirebaseJSON()
@@ -227,6 +232,9 @@ struct FirebaseJSON {
             }
             if let lifecycle = json["hearth"]?["lifecycle"]?.stringValue {
                 out.lifecycleFile = dir.appendingPathComponent(lifecycle).path
+            }
+            if let rules = json["database"]?["rules"]?.stringValue {
+                out.databaseRulesFile = dir.appendingPathComponent(rules).path
             }
         }
         if let data = FileManager.default.contents(atPath: dir.appendingPathComponent(".firebaserc").path),

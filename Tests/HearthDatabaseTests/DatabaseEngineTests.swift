@@ -94,6 +94,20 @@ struct EngineFixture {
         #expect(try await db.get("", query: query) == #"{"a":"hi"}"#)
     }
 
+    @Test func aNodeThatStopsExistingLosesItsPriority() async throws {
+        let db = EngineFixture()
+        try await db.set("a", #"{"b":1,".priority":5}"#)
+        try await db.set("a/b", "null")
+        try await db.set("a/c", "2")
+        let node = try await db.engine.read(namespace: db.ns, path: path("a"), auth: .admin).node
+        #expect(node.exportJSON().serialized() == #"{"c":2}"#)
+        try await db.set("x", #"{"y":{"z":1,".priority":1},".priority":2}"#)
+        _ = try await db.engine.update(namespace: db.ns, path: path("x"), values: [("y/z", .null)], auth: .admin)
+        try await db.set("x/y/w", "3")
+        let x = try await db.engine.read(namespace: db.ns, path: path("x"), auth: .admin).node
+        #expect(x.exportJSON().serialized() == #"{"y":{"w":3}}"#)
+    }
+
     @Test func multiPathUpdateIsAtomic() async throws {
         let db = EngineFixture()
         try await db.set("u", #"{"a":{"since":1},"b":{"since":2}}"#)
@@ -177,6 +191,8 @@ struct EngineFixture {
         #expect(DatabaseListenEvent.events(for: above, at: path("p/users")) == [DatabaseListenEvent(kind: .put, path: .root, data: .number(1))])
         let update = DatabaseChange(namespace: "n", revision: 3, kind: .update(path: path("p"), children: [(path("a"), DatabaseNode(value: .bool(true))), (path("b"), .empty)]))
         #expect(DatabaseListenEvent.events(for: update, at: .root) == [DatabaseListenEvent(kind: .patch, path: path("p"), data: try JSON.parse(#"{"a":true,"b":null}"#))])
+        let rules = DatabaseChange(namespace: "n", revision: 0, kind: .rules)
+        #expect(DatabaseListenEvent.events(for: rules, at: .root).isEmpty && !DatabaseListenEvent.touches(rules, .root))
     }
 
     @Test func defaultAuthorizerAllowsOnlyWhatFirebaseDefaultsAllow() async throws {
@@ -188,6 +204,10 @@ struct EngineFixture {
         try await production.set("a", "1", auth: .admin)
         try await emulator.engine.setRules(#"{"rules":{".read":true}}"#, namespace: emulator.ns, auth: .admin)
         await #expect(throws: DatabaseError.self) { try await emulator.set("a", "2", auth: user) }
+        let recorder = RecordingSubscriber()
+        _ = emulator.engine.feed.subscribe(namespace: emulator.ns, recorder)
+        try await emulator.engine.setRules(#"{"rules":{".read":false}}"#, namespace: emulator.ns, auth: .admin)
+        #expect(recorder.changes.withLock { changes in changes.count == 1 && { if case .rules = changes[0].kind { true } else { false } }() })
         await #expect(throws: DatabaseError.self) { try await emulator.engine.setRules("{}", namespace: emulator.ns, auth: .admin) }
         await #expect(throws: DatabaseError.self) { try await emulator.engine.setRules(#"{"rules":{}}"#, namespace: emulator.ns, auth: user) }
     }

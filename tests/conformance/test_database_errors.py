@@ -128,3 +128,28 @@ def test_production_refuses_clients_without_rules_and_owner_is_not_admin(prod):
     assert admin.get("/.settings/rules.json").json() == {"rules": {".read": False, ".write": False}}
     override = admin.get(f"{p}.json", params={"auth_variable_override": json.dumps({"uid": "u1"})})
     assert error(override, 401) == "Permission denied"
+
+
+def test_database_rules_file_is_loaded_and_checked(tmp_path_factory, tmp_path):
+    rules = {"rules": {"public": {".read": "true"}}}
+    good = tmp_path / "database.rules.json"
+    good.write_text(json.dumps(rules))
+    srv = start(tmp_path_factory, "database-rules-file", emulator=True, extra_args=("--database-rules", str(good)),
+                service_account=False)
+    try:
+        admin = DatabaseRest(srv, ns=None)
+        assert admin.get("/.settings/rules.json").json() == rules
+        assert admin.put("/public/x.json", 1).status_code == 200
+        # Rules are loaded but not evaluated yet: clients are refused (fail closed), the admin is not.
+        anonymous = DatabaseRest(srv, ns=None, token=None)
+        assert error(anonymous.get("/public/x.json"), 401) == "Permission denied"
+        # Other namespaces keep the emulator's defaults.
+        assert DatabaseRest(srv, ns="elsewhere", token=None).get("/x.json").status_code == 200
+    finally:
+        srv.stop()
+    bad = tmp_path / "bad.rules.json"
+    bad.write_text("{\"rules\": ")
+    with pytest.raises(Exception) as failure:
+        start(tmp_path_factory, "database-rules-bad", emulator=True, extra_args=("--database-rules", str(bad)),
+              service_account=False)
+    assert "bad.rules.json" in str(failure.value)

@@ -103,6 +103,27 @@ def test_auth_revoked_when_the_id_token_expires(server):
         stream.close()
 
 
+def test_streams_are_cancelled_when_rules_stop_allowing_the_read(server):
+    ns = unique("sse")
+    admin = DatabaseRest(server, ns=ns)
+    admin.put("/room.json", {"m": 1})
+    anonymous = DatabaseRest(server, ns=ns, token=None)
+    client = EventStream(anonymous, "/room.json")
+    owner = EventStream(admin, "/room.json")
+    try:
+        assert client.next() == ("put", {"path": "/", "data": {"m": 1}})
+        assert owner.next() == ("put", {"path": "/", "data": {"m": 1}})
+        admin.request("PUT", "/.settings/rules.json", data=json.dumps({"rules": {".read": "false"}}))
+        assert client.next() == ("cancel", None)
+        with pytest.raises(EOFError):
+            client.next()
+        admin.put("/room/m.json", 2)  # the admin's stream goes on
+        assert owner.next() == ("put", {"path": "/m", "data": 2})
+    finally:
+        client.close()
+        owner.close()
+
+
 def test_refusals_come_before_the_stream(server):
     ns = unique("sse")
     admin = DatabaseRest(server, ns=ns)
@@ -113,3 +134,34 @@ def test_refusals_come_before_the_stream(server):
     bad = DatabaseRest(server, ns=ns, token="not-a-token")
     r = bad.get("/x.json", headers={"Accept": "text/event-stream"})
     assert r.status_code == 401 and r.json() == {"error": "Could not parse auth token."}
+
+
+def test_a_client_that_does_not_read_has_its_stream_ended_not_thinned(db):
+    """A stream's queue of changes is bounded: a client that stops reading while the location
+    changes gets the events up to the limit, in order and without gaps, then the end of the
+    stream (it reconnects for a fresh put); the writes themselves are unaffected."""
+    import re
+    import socket
+
+    p = f"/{unique()}"
+    sock = socket.create_connection(("127.0.0.1", db.srv.ports["database"]), timeout=30)
+    sock.sendall(f"GET {p}.json?ns={db.ns} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+                 f"Authorization: Bearer owner\r\n\r\n".encode())
+    time.sleep(0.3)
+    pad = "x" * 32_000
+    writes = 2000  # ~64 MB of events: more than socket buffers and the 1024-change queue hold
+    for i in range(writes):
+        assert db.put(f"{p}/v.json", {"i": i, "pad": pad}, params={"print": "silent"}).status_code == 204
+    received = bytearray()
+    deadline = time.time() + 120
+    while not received.endswith(b"\r\n0\r\n\r\n") and time.time() < deadline:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            break
+        received += chunk
+    sock.close()
+    assert db.get(f"{p}/v/i.json").json() == writes - 1
+    seen = [int(m) for m in re.findall(rb'"i":(\d+)', bytes(received))]
+    assert received.endswith(b"\r\n0\r\n\r\n"), f"the stream was not ended after {len(seen)} events"
+    assert seen[0] == 0 and seen == list(range(len(seen)))  # in order, no gaps
+    assert len(seen) < writes

@@ -12,14 +12,18 @@ enum DatabaseStreamItem: Sendable {
     case authExpired
 }
 
-/// Hands the feed's changes for one stream to its loop (never waits: an unbounded buffer
-/// in write order).
+/// Hands the feed's changes for one stream to its loop, in write order, without waiting. The
+/// buffer is bounded (``DatabaseRESTResponder/streamBufferLimit``): a client that reads slower
+/// than the database changes has its stream ended once the buffer is full, after the events
+/// already buffered — never a gap in the middle of a stream — and reconnects to a fresh `put`.
 final class DatabaseStreamSubscriber: DatabaseChangeSubscriber {
     let continuation: AsyncStream<DatabaseStreamItem>.Continuation
 
     init(_ continuation: AsyncStream<DatabaseStreamItem>.Continuation) { self.continuation = continuation }
 
-    func deliver(_ change: DatabaseChange) { continuation.yield(.change(change)) }
+    func deliver(_ change: DatabaseChange) {
+        if case .dropped = continuation.yield(.change(change)) { continuation.finish() }
+    }
 }
 
 extension DatabaseRESTResponder {
@@ -29,7 +33,8 @@ extension DatabaseRESTResponder {
     func stream(_ parsed: DatabaseRESTRequest, auth: DatabaseAuthContext, identity: Identity) async throws -> Response {
         // Refuse before the stream starts, so a denial is an ordinary 401.
         try await engine.authorizeRead(namespace: parsed.namespace, path: parsed.path, query: parsed.query, auth: auth)
-        let (items, continuation) = AsyncStream.makeStream(of: DatabaseStreamItem.self)
+        let (items, continuation) = AsyncStream.makeStream(
+            of: DatabaseStreamItem.self, bufferingPolicy: .bufferingOldest(Self.streamBufferLimit))
         let subscriber = DatabaseStreamSubscriber(continuation)
         let feed = engine.feed
         let token = feed.subscribe(namespace: parsed.namespace, subscriber)
@@ -72,14 +77,30 @@ extension DatabaseRESTResponder {
                                     try await writer.write(Self.event("auth_revoked", .string("credential is no longer valid")))
                                     return group.cancelAll()
                                 case .change(let change):
-                                    guard change.revision > snapshot.revision else { continue }
+                                    // Rules decide again when they change, and for every write a
+                                    // client's stream would see (rules may depend on the data).
+                                    let recheck: Bool
+                                    if case .rules = change.kind { recheck = true } else {
+                                        guard change.revision > snapshot.revision else { continue }
+                                        recheck = DatabaseListenEvent.touches(change, parsed.path)
+                                    }
+                                    if recheck && !auth.isAdmin {
+                                        do {
+                                            try await engine.authorizeRead(
+                                                namespace: parsed.namespace, path: parsed.path, query: parsed.query, auth: auth)
+                                        } catch let error as DatabaseError where error.reason == .permissionDenied {
+                                            try await writer.write(Self.event("cancel", .null))
+                                            return group.cancelAll()
+                                        }
+                                    }
+                                    if case .rules = change.kind { continue }
                                     if parsed.query != nil {
                                         guard DatabaseListenEvent.touches(change, parsed.path) else { continue }
                                         let current: DatabaseEngine.Snapshot
                                         do {
                                             current = try await engine.read(namespace: parsed.namespace, path: parsed.path, query: parsed.query, auth: auth)
                                         } catch let error as DatabaseError where error.reason == .permissionDenied {
-                                            try await writer.write(Self.event("cancel", .string("Permission denied")))
+                                            try await writer.write(Self.event("cancel", .null))
                                             return group.cancelAll()
                                         }
                                         if current.node != shown {
@@ -104,6 +125,9 @@ extension DatabaseRESTResponder {
                 try? await writer.finish(nil)
             })
     }
+
+    /// Changes a stream may have waiting to be sent before it is ended.
+    static let streamBufferLimit = 1024
 
     /// `event: <name>\ndata: <json>\n\n`.
     static func event(_ name: String, _ data: JSON) -> ByteBuffer {

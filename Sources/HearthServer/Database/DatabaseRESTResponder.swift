@@ -25,10 +25,13 @@ public struct DatabaseRESTResponder: HTTPResponder {
     public init(engine: DatabaseEngine, authenticator: Authenticator, project: String, logger: Logger, keepAliveInterval: Duration = .seconds(30)) {
         self.engine = engine
         self.authenticator = authenticator
-        self.defaultNamespace = "\(project)-default-rtdb"
+        self.defaultNamespace = Self.defaultNamespace(project)
         self.logger = logger
         self.keepAliveInterval = keepAliveInterval
     }
+
+    /// `<project>-default-rtdb`, the namespace of requests that name none.
+    static func defaultNamespace(_ project: String) -> String { "\(project)-default-rtdb" }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         do {
