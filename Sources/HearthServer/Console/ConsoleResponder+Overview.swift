@@ -30,7 +30,8 @@ extension ConsoleResponder {
                 ("metadata", .object(e.metadata.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
             ])
         }
-        let metricsURL: JSON = boundPort("metrics").map { .string("http://\(upstreamHost):\($0)/metrics") } ?? .null
+        // Prometheus text: a metrics port of its own when there is one, else the api port's /metrics.
+        let metricsURL: JSON = (boundPort("metrics") ?? boundPort("api")).map { .string("http://\(publicHost(request)):\($0)/metrics") } ?? .null
         return HTTPSupport.json(.object([
             ("version", .string(ServerConfiguration.version)), ("project", .string(configuration.project)),
             ("emulator", .bool(configuration.emulator)),

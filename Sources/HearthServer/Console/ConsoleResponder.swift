@@ -171,11 +171,16 @@ struct ConsoleResponder: HTTPResponder {
         return HTTPSupport.json(sessionJSON(session, request))
     }
 
-    func sessionJSON(_ session: ConsoleSessions.Session, _ request: Request) -> JSON {
-        let hostName = request.head.authority.map { a -> String in
+    /// The host name the browser used (without the port), for links to the other ports.
+    func publicHost(_ request: Request) -> String {
+        request.head.authority.map { a -> String in
             if a.hasPrefix("["), let end = a.firstIndex(of: "]") { return String(a[...end]) }
             return String(a.split(separator: ":").first ?? Substring(a))
         } ?? "127.0.0.1"
+    }
+
+    func sessionJSON(_ session: ConsoleSessions.Session, _ request: Request) -> JSON {
+        let hostName = publicHost(request)
         var urls: [(String, JSON)] = []
         for service in ["firestore", "auth", "storage", "database"] {
             if let port = boundPort(service) { urls.append((service, .string("http://\(hostName):\(port)"))) }
