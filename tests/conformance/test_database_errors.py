@@ -140,9 +140,14 @@ def test_database_rules_file_is_loaded_and_checked(tmp_path_factory, tmp_path):
         admin = DatabaseRest(srv, ns=None)
         assert admin.get("/.settings/rules.json").json() == rules
         assert admin.put("/public/x.json", 1).status_code == 200
-        # Rules are loaded but not evaluated yet: clients are refused (fail closed), the admin is not.
+        # The file's rules judge clients: /public is readable by anyone, nothing else is, nothing is
+        # writable; the admin is not judged.
         anonymous = DatabaseRest(srv, ns=None, token=None)
-        assert error(anonymous.get("/public/x.json"), 401) == "Permission denied"
+        readable = anonymous.get("/public/x.json")
+        assert readable.status_code == 200 and readable.json() == 1, readable.text
+        assert error(anonymous.get("/other.json"), 401) == "Permission denied"
+        assert error(anonymous.put("/public/x.json", 2), 401) == "Permission denied"
+        assert admin.get("/public/x.json").json() == 1
         # Other namespaces keep the emulator's defaults.
         assert DatabaseRest(srv, ns="elsewhere", token=None).get("/x.json").status_code == 200
     finally:
