@@ -555,8 +555,11 @@ public final class DocumentEngine: Sendable {
 
     /// The composite indexes of a database and the highest index id known (15: none yet).
     func indexSnapshot(_ db: String) -> ([IndexDefinition], Int) {
-        // Composite ids start at 16.
-        indexes.withLock { all in (all[db] ?? [], all.values.joined().map { Int($0.id) }.max() ?? 15) }
+        indexes.withLock { all in
+            var highest = 15  // composite ids start at 16
+            for defs in all.values { for def in defs { highest = max(highest, Int(def.id)) } }
+            return (all[db] ?? [], highest)
+        }
     }
 
     /// Reads the composite index definitions again (another writer added one).

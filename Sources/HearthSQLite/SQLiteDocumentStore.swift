@@ -17,6 +17,10 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
     private let historyRetentionMicros: Int64
     /// Copies the WAL into the database beside the writer (path-based stores only).
     private let checkpointer: WALCheckpointer?
+    /// The highest composite index id stored, so that each commit checks its plan's index
+    /// version without a query in the writer's serial section. Only writer jobs change it
+    /// (`createIndex`), and a failed group commit reads it again from the database.
+    private let indexVersion = Mutex(15)
 
     struct PendingWrites {
         var jobs: [WriteJob] = []
@@ -72,6 +76,8 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
         self.historyRetentionMicros = historyRetentionMicros
         self.checkpointer = checkpointer
         try Self.migrator.migrate(writer)
+        let stored = try writer.read { db in try SQLiteAccess(db: db).highestIndexID() }
+        indexVersion.withLock { $0 = stored }
     }
 
     static var migrator: DatabaseMigrator {
@@ -109,7 +115,7 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
     ) async throws -> T {
         try await write { db in
             let access = SQLiteAccess(db: db)
-            guard try access.highestIndexID() == request.indexVersion else { throw DocumentStoreConflict.indexes }
+            guard self.indexVersion.withLock({ $0 }) == request.indexVersion else { throw DocumentStoreConflict.indexes }
             for e in request.expectations where try access.updateTime(e.database, e.path) != e.updateTime {
                 throw DocumentStoreConflict.document(database: e.database, path: e.path)
             }
@@ -146,6 +152,7 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
                 return true
             }
             try access.insertEntries(def.database, batch)
+            self.indexVersion.withLock { $0 = Int(def.id) }
             return def
         }
     }
@@ -215,6 +222,10 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
                 }
                 for f in finishers { f(nil) }
             } catch {
+                // Rolled back: an index a job added is gone again.
+                if let stored = try? writer.read({ db in try SQLiteAccess(db: db).highestIndexID() }) {
+                    indexVersion.withLock { $0 = stored }
+                }
                 for f in finishers { f(error) }
                 for job in jobs.dropFirst(finishers.count) { job.fail(error) }
             }
