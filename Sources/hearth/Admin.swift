@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import HearthCore
+import HearthAuth
+import HearthServer
 import HearthStorage
 
 /// `hearth admin …`: credentials kept in the data directory, managed while the server runs
@@ -22,6 +24,28 @@ struct DataDirOption: ParsableArguments {
     func openObjects() throws -> ObjectStore {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return try ObjectStore.open(directory: url)
+    }
+}
+
+/// `--data-dir` and `--project` resolved as `hearth serve` resolves them (flag, environment,
+/// `.firebaserc`), for the admin commands that open the auth engine.
+struct ProjectDataOptions: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: "Data directory. (default: HEARTH_DATA_DIR, else ./hearth-data)")
+    var dataDir: String?
+
+    @Option(help: "Project id. (default: HEARTH_PROJECT, else .firebaserc, else demo-hearth)")
+    var project: String?
+
+    /// The configuration, the project folder's firebase.json, and the auth engine over the data directory.
+    func openAuth() async throws -> (ServerConfiguration, FirebaseJSON, AuthEngine) {
+        let env = ProcessInfo.processInfo.environment
+        let firebase = FirebaseJSON.load(directory: FileManager.default.currentDirectoryPath)
+        var config = ServerConfiguration()
+        config.dataDirectory = dataDir ?? env["HEARTH_DATA_DIR"] ?? config.dataDirectory
+        config.project = project ?? env["HEARTH_PROJECT"] ?? firebase.project ?? config.project
+        let dir = URL(fileURLWithPath: config.dataDirectory)
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return (config, firebase, try await HearthServer.openAuth(config, directory: dir.path))
     }
 }
 

@@ -20,11 +20,7 @@ struct ConsoleUserCommand: AsyncParsableCommand {
                 The password is read from --password, else HEARTH_CONSOLE_PASSWORD, else standard input.
                 """)
 
-        @Option(name: .customLong("data-dir"), help: "Data directory. (default: HEARTH_DATA_DIR, else ./hearth-data)")
-        var dataDir: String?
-
-        @Option(help: "Project id. (default: HEARTH_PROJECT, else .firebaserc, else demo-hearth)")
-        var project: String?
+        @OptionGroup var data: ProjectDataOptions
 
         @Option(help: "The console user's email address.")
         var email: String
@@ -33,14 +29,7 @@ struct ConsoleUserCommand: AsyncParsableCommand {
         var password: String?
 
         func run() async throws {
-            let env = ProcessInfo.processInfo.environment
-            let firebase = FirebaseJSON.load(directory: FileManager.default.currentDirectoryPath)
-            var config = ServerConfiguration()
-            config.dataDirectory = dataDir ?? env["HEARTH_DATA_DIR"] ?? config.dataDirectory
-            config.project = project ?? env["HEARTH_PROJECT"] ?? firebase.project ?? config.project
-            let dir = URL(fileURLWithPath: config.dataDirectory)
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            let auth = try await HearthServer.openAuth(config, directory: dir.path)
+            let (_, _, auth) = try await data.openAuth()
             if let existing = try await auth.account(email: email) {
                 var claims: [(String, JSON)] = (try? existing.customClaims.map { try JSON.parse($0).objectValue ?? [] } ?? []) ?? []
                 claims.removeAll { $0.0 == "admin" }

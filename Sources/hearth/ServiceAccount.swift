@@ -20,11 +20,7 @@ struct ServiceAccountCommand: AsyncParsableCommand {
                 tokens at its next start; access tokens work at once).
                 """)
 
-        @Option(name: .customLong("data-dir"), help: "Data directory. (default: HEARTH_DATA_DIR, else ./hearth-data)")
-        var dataDir: String?
-
-        @Option(help: "Project id. (default: HEARTH_PROJECT, else .firebaserc, else demo-hearth)")
-        var project: String?
+        @OptionGroup var data: ProjectDataOptions
 
         @Option(help: "Where to write the key file; - for standard output.")
         var out: String = "-"
@@ -39,14 +35,7 @@ struct ServiceAccountCommand: AsyncParsableCommand {
         var name: String?
 
         func run() async throws {
-            let env = ProcessInfo.processInfo.environment
-            let firebase = FirebaseJSON.load(directory: FileManager.default.currentDirectoryPath)
-            var config = ServerConfiguration()
-            config.dataDirectory = dataDir ?? env["HEARTH_DATA_DIR"] ?? config.dataDirectory
-            config.project = project ?? env["HEARTH_PROJECT"] ?? firebase.project ?? config.project
-            let dir = URL(fileURLWithPath: config.dataDirectory)
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            let auth = try await HearthServer.openAuth(config, directory: dir.path)
+            let (_, firebase, auth) = try await data.openAuth()
             let port = authPort ?? firebase.ports["auth"] ?? 9099
             let created = try await auth.createServiceAccount(tokenURI: tokenURI ?? "http://127.0.0.1:\(port)/token", name: name)
             let text = created.keyFile.serialized() + "\n"
