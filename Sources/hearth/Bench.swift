@@ -45,7 +45,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle.")
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console.")
     var phases = "http,grdb,rules,engine,transactions,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
     @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
     var grpcConnections = 4
@@ -91,10 +91,10 @@ struct Bench: AsyncParsableCommand {
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
-        guard !selected.isDisjoint(with: ["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage", "api", "lifecycle"]) else { return }
+        guard !selected.isDisjoint(with: ["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage", "api", "lifecycle", "console"]) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
-        config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0, "database": 0, "api": 0]
+        config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0, "database": 0, "api": 0, "console": 0]
         config.emulator = true
         let server = try await HearthServer.open(config, logger: logger)
         let engine = server.engine
@@ -118,6 +118,9 @@ struct Bench: AsyncParsableCommand {
             let base = "http://127.0.0.1:\(ports["firestore"] ?? 0)/v1/projects/demo-hearth/databases/(default)/documents"
             // The api port and the lifecycle worker (issue 15).
             if selected.contains("api") { try await ApiBench(load: load, server: server).runAPI(port: ports["api"] ?? 0) }
+            if selected.contains("console") {
+                try await ConsoleBench(load: load, engine: engine).run(consolePort: ports["console"] ?? 0, firestorePort: ports["firestore"] ?? 0)
+            }
             if selected.contains("lifecycle") { try await ApiBench(load: load, server: server).runLifecycle(bottles: 5000) }
             if selected.contains("storage") {
                 try await withMinimalServer(logger: logger) { pingPort in
@@ -300,11 +303,19 @@ struct Load: Sendable {
     let clients: Int
     let duration: Double
     var authorization = "Bearer owner"
+    /// A `Cookie` header to send too (the console's session).
+    var cookie: String?
 
     init(client: HTTPClient, clients: Int, duration: Double) {
         self.client = client
         self.clients = clients
         self.duration = duration
+    }
+
+    func with(cookie: String) -> Load {
+        var copy = self
+        copy.cookie = cookie
+        return copy
     }
 
     func with(authorization: String) -> Load {
@@ -317,6 +328,7 @@ struct Load: Sendable {
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers.add(name: "authorization", value: authorization)
+        if let cookie { request.headers.add(name: "cookie", value: cookie) }
         if let body { request.body = .bytes(body) }
         let response = try await client.execute(request, timeout: .seconds(30))
         _ = try await response.body.collect(upTo: 16 * 1024 * 1024)

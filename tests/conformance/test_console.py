@@ -180,6 +180,25 @@ def test_changes_without_the_csrf_token_are_refused(hearth):
     assert ok.status_code == 200, ok.text
 
 
+@pytest.mark.parametrize("method,path,body,status", [
+    ("POST", "/api/session", "{", 400),                                            # not JSON
+    ("POST", "/api/session", '{"method": "magic"}', 400),                          # unknown sign-in method
+    ("POST", "/api/rules/simulate", '{"service": "firestore", "case": {"method": "fly", "path": "/x"}}', 400),
+    ("POST", "/api/rules/simulate", '{"service": "database", "case": {}}', 400),
+    ("POST", "/api/firestore/indexes?collectionGroup=tasks", '{"fields": [{"fieldPath": "a", "order": "ASCENDING"}]}', 400),
+    ("POST", "/api/firestore/indexes?collectionGroup=a/b", '{"fields": []}', 400),
+    ("GET", "/api/firestore/listen?query=%7Bnot%20json", None, 400),
+    ("GET", "/api/proxy/nowhere/v1/x", None, 404),
+    ("GET", "/api/nothing-here", None, 404),
+])
+def test_bad_input_gets_a_clear_4xx(hearth, method, path, body, status):
+    s, info = signed_in_session(hearth)
+    headers = {"X-CSRF-Token": info["csrfToken"], "Content-Type": "application/json"}
+    r = s.request(method, console_url(hearth) + path, data=body, headers=headers, timeout=TIMEOUT)
+    assert r.status_code == status, r.text
+    assert r.json()["error"]["message"], r.text
+
+
 def test_sign_in_refuses_wrong_credentials_and_non_admin_accounts(hearth):
     base = console_url(hearth)
     assert requests.post(base + "/api/session", json={"method": "token", "token": "nope"}, timeout=TIMEOUT).status_code == 401
