@@ -76,11 +76,14 @@ let package = Package(
             dependencies: ["HearthCore", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
-        // Embedded persistence behind the engines' protocols (documents, accounts, the Realtime Database tree):
-        // the only module with GRDB among the engines' backends.
+        // Embedded persistence behind the engines' protocols (documents, accounts, the Realtime Database tree), and
+        // online backups and restores of a data directory: the only module with GRDB among the engines' backends.
         .target(
             name: "HearthSQLite",
-            dependencies: ["HearthCore", "HearthDocuments", "HearthAuth", "HearthDatabase", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "HearthCore", "HearthDocuments", "HearthAuth", "HearthDatabase", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         // C shims for HearthStorage: hardware CRC-32C behind a runtime CPU check, early writeback. No dependencies.
