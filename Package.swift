@@ -26,6 +26,8 @@ let package = Package(
         .library(name: "HearthTokenVerifier", targets: ["HearthTokenVerifier"]),
         .library(name: "HearthTokenVerifierHummingbird", targets: ["HearthTokenVerifierHummingbird"]),
         .library(name: "HearthFirestoreProto", targets: ["HearthFirestoreProto"]),
+        // The client SDK (Firebase's programming model for Swift apps on Apple platforms and Linux): one import for every service.
+        .library(name: "HearthClient", targets: ["HearthClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -194,6 +196,19 @@ let package = Package(
             exclude: ["README.md"],
             swiftSettings: swiftSettings
         ),
+        // The client SDK. It shares no server code: HearthClientCore (apps, options, HTTP), one module per service
+        // behind the umbrella HearthClient, so an app using only Auth builds only Auth.
+        .target(
+            name: "HearthClientCore",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "HearthClientAuth", dependencies: ["HearthClientCore"], swiftSettings: swiftSettings),
+        .target(name: "HearthClient", dependencies: ["HearthClientCore", "HearthClientAuth"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "hearth",
             dependencies: [
@@ -282,6 +297,11 @@ let package = Package(
                 .product(name: "GRPCInProcessTransport", package: "grpc-swift-2"),
             ],
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HearthClientTests",
+            dependencies: ["HearthClient", "HearthServer", "HearthCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
