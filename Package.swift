@@ -208,7 +208,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "HearthClientAuth", dependencies: ["HearthClientCore"], swiftSettings: swiftSettings),
-        .target(name: "HearthClient", dependencies: ["HearthClientCore", "HearthClientAuth"], swiftSettings: swiftSettings),
+        .target(name: "HearthClientStorage", dependencies: ["HearthClientCore", "HearthClientAuth"], swiftSettings: swiftSettings),
+        .target(name: "HearthClient", dependencies: ["HearthClientCore", "HearthClientAuth", "HearthClientStorage"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "hearth",
             dependencies: [

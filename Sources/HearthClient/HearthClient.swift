@@ -2,3 +2,4 @@
 // import the service modules themselves (`import HearthClientAuth`) and build only those.
 @_exported import HearthClientCore
 @_exported import HearthClientAuth
+@_exported import HearthClientStorage

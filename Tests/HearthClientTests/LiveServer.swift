@@ -4,7 +4,7 @@ import Logging
 
 /// A `hearth serve --emulator` in this process, on ports the OS picks, for the duration of `body`.
 enum LiveServer {
-    static func with(_ body: @Sendable ([String: Int]) async throws -> Void) async throws {
+    static func with(configure: (inout ServerConfiguration, URL) throws -> Void = { _, _ in }, _ body: @Sendable ([String: Int]) async throws -> Void) async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-client-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -12,6 +12,7 @@ enum LiveServer {
         config.dataDirectory = dir.path
         config.emulator = true
         config.ports = ["auth": 0, "firestore": 0, "storage": 0, "s3": 0, "database": 0, "api": 0]
+        try configure(&config, dir)
         var logger = Logger(label: "hearth.client-tests")
         logger.logLevel = .critical  // cancelling the server at the end logs its listeners' shutdown as errors
         let server = try await HearthServer.open(config, logger: logger)
