@@ -209,7 +209,10 @@ let package = Package(
         ),
         .target(name: "HearthClientAuth", dependencies: ["HearthClientCore"], swiftSettings: swiftSettings),
         .target(name: "HearthClientStorage", dependencies: ["HearthClientCore", "HearthClientAuth"], swiftSettings: swiftSettings),
-        .target(name: "HearthClient", dependencies: ["HearthClientCore", "HearthClientAuth", "HearthClientStorage"], swiftSettings: swiftSettings),
+        .target(name: "HearthClientFirestore", dependencies: ["HearthClientCore", "HearthClientAuth"], swiftSettings: swiftSettings),
+        .target(
+            name: "HearthClient", dependencies: ["HearthClientCore", "HearthClientAuth", "HearthClientStorage", "HearthClientFirestore"],
+            swiftSettings: swiftSettings),
         .executableTarget(
             name: "hearth",
             dependencies: [

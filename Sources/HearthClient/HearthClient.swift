@@ -3,3 +3,4 @@
 @_exported import HearthClientCore
 @_exported import HearthClientAuth
 @_exported import HearthClientStorage
+@_exported import HearthClientFirestore
