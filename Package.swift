@@ -209,7 +209,13 @@ let package = Package(
         ),
         .target(name: "HearthClientAuth", dependencies: ["HearthClientCore"], swiftSettings: swiftSettings),
         .target(name: "HearthClientStorage", dependencies: ["HearthClientCore", "HearthClientAuth"], swiftSettings: swiftSettings),
-        .target(name: "HearthClientFirestore", dependencies: ["HearthClientCore", "HearthClientAuth"], swiftSettings: swiftSettings),
+        .target(
+            name: "HearthClientFirestore",
+            dependencies: [
+                "HearthClientCore", "HearthClientAuth", "HearthFirestoreProto",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings),
         .target(
             name: "HearthClient", dependencies: ["HearthClientCore", "HearthClientAuth", "HearthClientStorage", "HearthClientFirestore"],
             swiftSettings: swiftSettings),
