@@ -1,18 +1,14 @@
 import Foundation
 
-/// Cloud Firestore's client. So far: the value model and the Codable mapping
-/// (`Firestore.Encoder`/`Firestore.Decoder`); documents, queries, listeners and the offline
-/// cache are the next steps (docs/client-sdk.md).
-public final class Firestore: Sendable {
-    init() {}
-}
-
 /// A document's location: `collection/doc[/collection/doc…]` relative to the database root.
 public final class DocumentReference: @unchecked Sendable, Hashable, CustomStringConvertible {
     public let path: String
+    /// The database it belongs to (nil for references made outside a client, e.g. in tests).
+    public let firestore: Firestore?
 
-    package init(path: String) {
+    package init(path: String, firestore: Firestore? = nil) {
         self.path = path
+        self.firestore = firestore
     }
 
     public var documentID: String { path.split(separator: "/").last.map(String.init) ?? "" }

@@ -288,6 +288,7 @@ struct UserDataReader {
 /// `Timestamp`, `GeoPoint`, `DocumentReference`, `NSNull`, arrays and maps.
 struct UserDataWriter {
     let databaseName: String
+    var firestore: Firestore? = nil
 
     func convert(_ fields: [String: Google_Firestore_V1_Value]) -> [String: Any] { fields.mapValues(convert) }
 
@@ -301,7 +302,7 @@ struct UserDataWriter {
         case .stringValue(let s): s
         case .bytesValue(let d): d
         case .referenceValue(let r):
-            DocumentReference(path: r.hasPrefix(databaseName + "/documents/") ? String(r.dropFirst(databaseName.count + 11)) : r)
+            DocumentReference(path: r.hasPrefix(databaseName + "/documents/") ? String(r.dropFirst(databaseName.count + 11)) : r, firestore: firestore)
         case .geoPointValue(let g): GeoPoint(latitude: g.latitude, longitude: g.longitude)
         case .arrayValue(let a): a.values.map(convert)
         case .mapValue(let m): convert(m.fields)
