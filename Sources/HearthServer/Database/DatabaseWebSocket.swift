@@ -17,6 +17,7 @@ struct DatabaseWebSocketEndpoint: Sendable {
     let authenticator: Authenticator
     let defaultNamespace: String
     let logger: Logger
+    let pushes = DatabasePushCache()
 
     /// The database port's HTTP/1.1 server: `100 Continue` as elsewhere, and the upgrade of `/.ws`.
     var server: HTTPServerBuilder {
@@ -57,7 +58,7 @@ struct DatabaseWebSocketEndpoint: Sendable {
         let feed = engine.feed
         let token = feed.subscribe(namespace: namespace, queue)
         let session = DatabaseWebSocketSession(
-            engine: engine, authenticator: authenticator, namespace: namespace, logger: logger, outbound: outbound, queue: queue)
+            engine: engine, authenticator: authenticator, namespace: namespace, logger: logger, outbound: outbound, queue: queue, pushes: pushes)
         defer { feed.unsubscribe(token) }
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in

@@ -58,6 +58,31 @@ final class DatabaseSocketFeedQueue: DatabaseChangeSubscriber {
     }
 }
 
+/// The pushes of recent changes, shared by every socket: a write seen by 1,000 listeners of the
+/// same location is turned into its message once, not 1,000 times.
+final class DatabasePushCache: Sendable {
+    struct Key: Hashable {
+        var namespace: String
+        var revision: Int64
+        var location: DatabasePath
+    }
+
+    static let capacity = 256
+    let entries = Mutex<(map: [Key: String?], order: [Key])>(([:], []))
+
+    func push(_ change: DatabaseChange, at location: DatabasePath) -> String? {
+        let key = Key(namespace: change.namespace, revision: change.revision, location: location)
+        if let cached = entries.withLock({ $0.map[key] }) { return cached }
+        let push = DatabaseWebSocketSession.push(change, at: location)
+        entries.withLock { e in
+            guard e.map.updateValue(push, forKey: key) == nil else { return }
+            e.order.append(key)
+            if e.order.count > Self.capacity { e.map[e.order.removeFirst()] = nil }
+        }
+        return push
+    }
+}
+
 /// One client connection of the Realtime Database protocol (v5). Everything the connection
 /// does happens on one loop, in the order the client sent it and the database committed it:
 /// requests, the pushes for its listens, auth expiry. Pushes caused by a write reach the
@@ -100,6 +125,7 @@ final class DatabaseWebSocketSession {
     let logger: Logger
     let outbound: WebSocketOutboundWriter
     let queue: DatabaseSocketFeedQueue
+    let pushes: DatabasePushCache
 
     var identity = Identity.unauthenticated
     var auth = DatabaseAuthContext.unauthenticated
@@ -110,8 +136,9 @@ final class DatabaseWebSocketSession {
 
     init(
         engine: DatabaseEngine, authenticator: Authenticator, namespace: String, logger: Logger, outbound: WebSocketOutboundWriter,
-        queue: DatabaseSocketFeedQueue
+        queue: DatabaseSocketFeedQueue, pushes: DatabasePushCache
     ) {
+        self.pushes = pushes
         self.engine = engine
         self.authenticator = authenticator
         self.namespace = namespace
@@ -413,7 +440,7 @@ final class DatabaseWebSocketSession {
                     listens[key]?.shown = node
                     try await send(DatabaseWebSocketOutbound.data("d", path: listen.path, data: node.exportJSON(), tag: listen.tag))
                 }
-            } else if let push = Self.push(change, at: listen.path) {
+            } else if let push = pushes.push(change, at: listen.path) {
                 try await send(push)
             }
         }
