@@ -483,3 +483,20 @@ def test_an_announced_oversized_message_closes_the_connection(server):
 def test_other_paths_and_methods_are_not_upgraded(server):
     with pytest.raises(websocket.WebSocketBadStatusException):
         websocket.create_connection(f"ws://127.0.0.1:{server.ports['database']}/other?v=5", timeout=5)
+
+
+def test_out_of_order_requests_are_answered_with_their_own_numbers(db, admin):
+    p = unique()
+    # Android counts from 0, others from 1; numbers are echoed whatever their order.
+    for r, value in ((10, "a"), (3, "b"), (0, "c")):
+        admin.send({"t": "d", "d": {"r": r, "a": "p", "b": {"p": f"/{p}", "d": value}}})
+        m = admin.recv()
+        assert m == {"t": "d", "d": {"r": r, "b": {"s": "ok", "d": ""}}}
+    assert db.get(f"/{p}.json").json() == "c"
+    # Unlisten of a tagged query names it; afterwards the query gets no pushes.
+    q = {"i": ".key", "l": 1, "vf": "r"}
+    assert admin.request("q", {"p": f"/{p}2", "q": q, "t": 4, "h": ""})["s"] == "ok"
+    assert admin.pushes.pop(0) == {"a": "d", "b": {"p": f"{p}2", "d": None, "t": 4}}
+    assert admin.request("n", {"p": f"/{p}2", "q": q, "t": 4})["s"] == "ok"
+    db.put(f"/{p}2/k.json", 1)
+    admin.no_push_within(0.5)
