@@ -500,3 +500,11 @@ def test_out_of_order_requests_are_answered_with_their_own_numbers(db, admin):
     assert admin.request("n", {"p": f"/{p}2", "q": q, "t": 4})["s"] == "ok"
     db.put(f"/{p}2/k.json", 1)
     admin.no_push_within(0.5)
+
+
+def test_a_write_over_the_sdk_limit_is_too_big_and_nothing_is_written(db, admin):
+    p = unique()
+    r = admin.request("p", {"p": f"/{p}", "d": "x" * (16 * 1024 * 1024 + 1000)})
+    assert r["s"] == "too_big"
+    assert db.get(f"/{p}.json").json() is None
+    assert admin.request("p", {"p": f"/{p}", "d": "small"})["s"] == "ok"
