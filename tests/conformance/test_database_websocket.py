@@ -508,3 +508,21 @@ def test_a_write_over_the_sdk_limit_is_too_big_and_nothing_is_written(db, admin)
     assert r["s"] == "too_big"
     assert db.get(f"/{p}.json").json() is None
     assert admin.request("p", {"p": f"/{p}", "d": "small"})["s"] == "ok"
+
+
+def test_a_refreshed_token_replaces_the_expiring_one_and_a_shorter_one_is_honoured(server):
+    ns, rest = rules_namespace(server, RULES)
+    s = Socket(server, ns=ns)
+    try:
+        # Refreshed before it expires (as the SDKs do): no `ac` when the first token's time comes.
+        assert s.request("auth", {"cred": unsigned_token("alice", lifetime_s=2)})["s"] == "ok"
+        assert s.request("auth", {"cred": unsigned_token("alice", lifetime_s=3600)})["s"] == "ok"
+        time.sleep(2.5)
+        assert s.request("p", {"p": "/users/alice/n", "d": 1})["s"] == "ok"
+        assert not s.pushes
+        # A token that expires sooner than the pending timer still ends on time.
+        assert s.request("auth", {"cred": unsigned_token("alice", lifetime_s=2)})["s"] == "ok"
+        s.ws.settimeout(10)
+        assert s.push() == {"a": "ac", "b": {"s": "expired_token", "d": "Auth token is expired."}}
+    finally:
+        s.close()

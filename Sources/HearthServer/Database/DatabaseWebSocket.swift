@@ -75,20 +75,28 @@ struct DatabaseWebSocketEndpoint: Sendable {
                 do {
                     let now = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
                     try await session.send(DatabaseWebSocketOutbound.hello(timestamp: now, host: host, session: Self.sessionID()))
+                    // One pending timer for the earliest expiry asked for: re-sent `auth`s (token
+                    // refreshes) do not pile up sleeping tasks; a timer that fires for a token
+                    // since replaced re-arms for the current one.
+                    var timer: Date?
+                    func arm(_ expiry: Date?) {
+                        guard let expiry, timer.map({ expiry < $0 }) ?? true else { return }
+                        timer = expiry
+                        group.addTask {
+                            let wait = max(0, expiry.timeIntervalSinceNow)
+                            do { try await Task.sleep(for: .milliseconds(Int64(wait * 1000) + 1)) } catch { return }
+                            continuation.yield(.authTimer)
+                        }
+                    }
                     loop: for await event in events {
                         switch event {
                         case .frame(let text):
-                            if let (expiry, generation) = try await session.receive(text) {
-                                group.addTask {
-                                    let wait = max(0, expiry.timeIntervalSinceNow)
-                                    do { try await Task.sleep(for: .milliseconds(Int64(wait * 1000) + 1)) } catch { return }
-                                    continuation.yield(.authExpired(generation))
-                                }
-                            }
+                            arm(try await session.receive(text))
                         case .wake:
                             try await session.drain()
-                        case .authExpired(let generation):
-                            try await session.authExpired(generation)
+                        case .authTimer:
+                            timer = nil
+                            arm(try await session.authTimer())
                         case .closed:
                             break loop
                         }

@@ -14,8 +14,8 @@ enum DatabaseSocketEvent: Sendable {
     case closed
     /// Changes are waiting in the ``DatabaseSocketFeedQueue``.
     case wake
-    /// The ID token of auth generation `n` expired.
-    case authExpired(Int)
+    /// A timer for the expiry of an ID token fired (the loop checks the current one).
+    case authTimer
 }
 
 /// Hands the change feed to one socket without waiting: changes queue in commit order and
@@ -129,7 +129,8 @@ final class DatabaseWebSocketSession {
 
     var identity = Identity.unauthenticated
     var auth = DatabaseAuthContext.unauthenticated
-    var authGeneration = 0
+    /// When the current ID token expires.
+    var authExpiry: Date?
     var listens: [ListenKey: Listen] = [:]
     var onDisconnect: [DisconnectOperation] = []
     var reassembler = DatabaseWebSocketFrames.Reassembler()
@@ -160,8 +161,8 @@ final class DatabaseWebSocketSession {
 
     // MARK: Frames
 
-    /// Handles one text frame; returns an expiry to schedule when an `auth` set one.
-    func receive(_ frame: String) async throws -> (Date, Int)? {
+    /// Handles one text frame; returns the expiry of the ID token an `auth` set, to schedule.
+    func receive(_ frame: String) async throws -> Date? {
         let text: String?
         do { text = try reassembler.receive(frame) } catch {
             throw Close(code: error.reason == .tooBig ? .messageTooLarge : .protocolError, reason: error.message)
@@ -220,7 +221,7 @@ final class DatabaseWebSocketSession {
     /// The largest message carrying one write (Firebase's 16 MB for a write from an SDK).
     static let maxWriteMessageBytes = 16 * 1024 * 1024
 
-    func handle(_ id: Int64, _ action: String, _ body: JSON, size: Int) async throws -> (Date, Int)? {
+    func handle(_ id: Int64, _ action: String, _ body: JSON, size: Int) async throws -> Date? {
         if ["p", "m", "o", "om"].contains(action), size > Self.maxWriteMessageBytes { throw DatabaseError.writeTooBig }
         switch action {
         case "s":
@@ -288,13 +289,13 @@ final class DatabaseWebSocketSession {
 
     // MARK: Auth
 
-    func setAuth(_ identity: Identity, _ auth: DatabaseAuthContext) {
+    func setAuth(_ identity: Identity, _ auth: DatabaseAuthContext, expiry: Date? = nil) {
         self.identity = identity
         self.auth = auth
-        authGeneration += 1
+        self.authExpiry = expiry
     }
 
-    func authenticate(_ id: Int64, _ body: JSON) async throws -> (Date, Int)? {
+    func authenticate(_ id: Int64, _ body: JSON) async throws -> Date? {
         guard let credential = body["cred"]?.stringValue, !credential.isEmpty, !credential.contains(where: \.isWhitespace) else {
             try await respond(id, "invalid_token", .string("Could not parse auth token."))
             return nil
@@ -330,20 +331,23 @@ final class DatabaseWebSocketSession {
         case .unauthenticated:
             context = .unauthenticated
         }
-        setAuth(identity, context)
+        setAuth(identity, context, expiry: expiry)
         try await recheckListens()
         let expires: JSON = expiry.map { .number(String(Int64($0.timeIntervalSince1970))) } ?? .null
         try await respond(id, "ok", .object([("auth", context.auth ?? .null), ("expires", expires)]))
-        return expiry.map { ($0, authGeneration) }
+        return expiry
     }
 
-    /// The ID token of generation `generation` expired: tell the client (`ac`) and drop to unauthenticated.
-    func authExpired(_ generation: Int) async throws {
-        guard generation == authGeneration else { return }
+    /// A timer fired: if the current ID token has expired, tell the client (`ac`) and drop to
+    /// unauthenticated; if it expires later (a newer token), returns when, to schedule again.
+    func authTimer() async throws -> Date? {
+        guard let expiry = authExpiry else { return nil }
+        guard expiry.timeIntervalSinceNow <= 0 else { return expiry }
         try await drain()
         setAuth(.unauthenticated, .unauthenticated)
         try await send(DatabaseWebSocketOutbound.push("ac", .object([("s", .string("expired_token")), ("d", .string("Auth token is expired."))])))
         try await recheckListens()
+        return nil
     }
 
     // MARK: Listens
