@@ -123,7 +123,10 @@ struct DatabaseWebSocketCodecTests {
         #expect(try Self.keys(#"{"i":"x","sp":1,"sn":"b","sin":false}"#, data) == ["c", "d"])
     }
 
-    @Test(arguments: [#"{"l":0}"#, #"{"l":"3"}"#, #"{"vf":"x","l":1}"#, #"{"i":3}"#, #"{"sp":{}}"#, #"{"zz":1}"#, #"{"sn":"a"}"#, #"{"i":".key","sp":1}"#, "[]"])
+    @Test(arguments: [
+        #"{"l":0}"#, #"{"l":"3"}"#, #"{"vf":"x","l":1}"#, #"{"i":3}"#, #"{"sp":{}}"#, #"{"zz":1}"#, #"{"sn":"a"}"#,
+        #"{"i":".key","sp":1}"#, "[]",
+    ])
     func refusesInvalidQueries(_ text: String) throws {
         let json = try JSON.parse(text)
         #expect(throws: DatabaseError.self) { try DatabaseWireQuery.parse(json) }

@@ -1,3 +1,4 @@
+import HearthAuth
 import HearthCore
 import HearthDatabase
 import HummingbirdWebSocket
@@ -300,13 +301,15 @@ final class DatabaseWebSocketSession {
             try await respond(id, "invalid_token", .string("Could not parse auth token."))
             return nil
         }
+        // A token past its `exp` is `expired_token` (the SDKs then force a refresh), anything
+        // else that does not verify `invalid_token`. The unverified claims read here only
+        // choose between the two refusals.
+        if let claims = JWT.parse(credential)?.payload, let expiry = DatabaseRESTResponder.expiry(claims), expiry.timeIntervalSinceNow <= 0 {
+            return try await refuseAuth(id, "expired_token", "Auth token is expired.")
+        }
         let identity: Identity
         do { identity = try await authenticator.identify(authorization: "Bearer \(credential)") } catch {
-            let expired = error.message.lowercased().contains("expire")
-            setAuth(.unauthenticated, .unauthenticated)
-            try await recheckListens()
-            try await respond(id, expired ? "expired_token" : "invalid_token", .string(expired ? "Auth token is expired." : "Could not parse auth token."))
-            return nil
+            return try await refuseAuth(id, "invalid_token", "Could not parse auth token.")
         }
         var context: DatabaseAuthContext
         var expiry: Date?
@@ -322,12 +325,7 @@ final class DatabaseWebSocketSession {
         case .user:
             context = DatabaseAuthContext(isAdmin: false, auth: DatabaseRESTResponder.rulesAuth(identity))
             expiry = DatabaseRESTResponder.expiry(identity.claims)
-            if let expiry, expiry.timeIntervalSinceNow <= 0 {
-                setAuth(.unauthenticated, .unauthenticated)
-                try await recheckListens()
-                try await respond(id, "expired_token", .string("Auth token is expired."))
-                return nil
-            }
+            if let expiry, expiry.timeIntervalSinceNow <= 0 { return try await refuseAuth(id, "expired_token", "Auth token is expired.") }
         case .unauthenticated:
             context = .unauthenticated
         }
@@ -336,6 +334,14 @@ final class DatabaseWebSocketSession {
         let expires: JSON = expiry.map { .number(String(Int64($0.timeIntervalSince1970))) } ?? .null
         try await respond(id, "ok", .object([("auth", context.auth ?? .null), ("expires", expires)]))
         return expiry
+    }
+
+    /// A refused `auth`: the connection is unauthenticated from now on (listens re-checked).
+    func refuseAuth(_ id: Int64, _ status: String, _ message: String) async throws -> Date? {
+        setAuth(.unauthenticated, .unauthenticated)
+        try await recheckListens()
+        try await respond(id, status, .string(message))
+        return nil
     }
 
     /// A timer fired: if the current ID token has expired, tell the client (`ac`) and drop to
