@@ -15,10 +15,14 @@ public actor DatabaseEngine {
         public var ifMatch: String?
         /// Largest number of bytes the write may replace and write (`writeSizeLimit`).
         public var sizeLimit: Int?
+        /// Plan and judge the write (data, limits, rules) but store nothing: an onDisconnect
+        /// operation is checked when it is registered.
+        public var dryRun: Bool
 
-        public init(ifMatch: String? = nil, sizeLimit: Int? = nil) {
+        public init(ifMatch: String? = nil, sizeLimit: Int? = nil, dryRun: Bool = false) {
             self.ifMatch = ifMatch
             self.sizeLimit = sizeLimit
+            self.dryRun = dryRun
         }
     }
 
@@ -156,6 +160,7 @@ public actor DatabaseEngine {
             guard decision.allowed else {
                 throw DatabaseError(.permissionDenied, DatabaseError.permissionDenied.message, cause: DenialReason(decision.reason))
             }
+            if options.dryRun { return .written(writes[0].1, revision: revision) }
             let commit = DatabaseTreeCommit(
                 namespace: namespace, expectedRevision: revision, clearedSubtrees: writes.map(\.0), clearedLeaves: scalarsAbove,
                 writtenLeaves: written)

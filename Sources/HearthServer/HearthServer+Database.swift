@@ -29,11 +29,15 @@ extension HearthServer {
         return engine
     }
 
-    /// The database port's listener (REST and event streams).
+    /// The database port's listener: REST and event streams, and the SDKs' WebSocket protocol
+    /// (`/.ws`, ``DatabaseWebSocketEndpoint``).
     func databaseListener(authenticator: Authenticator, ready: ReadyFile) -> any Service {
-        listener(
+        let sockets = DatabaseWebSocketEndpoint(
+            engine: database, authenticator: authenticator,
+            defaultNamespace: DatabaseRESTResponder.defaultNamespace(configuration.project), logger: logger)
+        return listener(
             "database",
             DatabaseRESTResponder(engine: database, authenticator: authenticator, project: configuration.project, logger: logger),
-            ready)
+            ready, server: sockets.server)
     }
 }
