@@ -183,7 +183,7 @@ struct ConsoleResponder: HTTPResponder {
         let hostName = publicHost(request)
         var urls: [(String, JSON)] = []
         for service in ["firestore", "auth", "storage", "database"] {
-            if let port = boundPort(service) { urls.append((service, .string("http://\(hostName):\(port)"))) }
+            if let port = boundPort(service) { urls.append((service, .string("\(RequestOrigin.scheme(request.headers))://\(hostName):\(port)"))) }
         }
         let database: JSON = boundPort("database") == nil
             ? .null : .object([("namespace", .string("\(configuration.project)-default-rtdb"))])
