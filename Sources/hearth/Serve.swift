@@ -17,7 +17,8 @@ struct Serve: AsyncParsableCommand {
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
             Security rules (--firestore-rules or firebase.json's firestore.rules) judge every request \
-            that does not carry the admin credential (`Authorization: Bearer <admin token>`); clients \
+            that does not carry the admin credential (`Authorization: Bearer <admin token>`: --admin-token, else \
+            <data-dir>/admin-token, which the first start writes together with <data-dir>/service-account.json); clients \
             authenticate with Firebase ID tokens (`Authorization: Bearer <ID token>`). Production mode \
             (the default) without rules refuses every client request with 403 PERMISSION_DENIED \
             (except a user's reads of their own files/{fileId} records, the api port's file registry). \
@@ -72,7 +73,7 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Accept the Firebase Local Emulator Suite's conventions: `Authorization: Bearer owner` is admin, unsigned (alg none) ID tokens are users, clients are allowed while no rules are loaded, PUT /emulator/v1/projects/{p}:securityRules loads rules, DELETE /emulator/v1/projects/{p}/databases/{db}/documents clears a database, and the storage port's PUT /internal/setRules and POST /internal/reset load storage rules and clear objects.")
     var emulator = false
 
-    @Option(name: .customLong("admin-token"), help: "Bearer token that grants admin access in production mode (env HEARTH_ADMIN_TOKEN).")
+    @Option(name: .customLong("admin-token"), help: "Bearer token that grants admin access in production mode (env HEARTH_ADMIN_TOKEN). (default: <data-dir>/admin-token, made with a service-account key on the first start)")
     var adminToken: String?
 
     @Flag(name: .customLong("strict-indexes"), help: "Fail queries that need an undeclared composite index with FAILED_PRECONDITION, as Firestore does, instead of creating it.")

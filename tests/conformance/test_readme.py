@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import stat
 import subprocess
 import time
@@ -21,13 +20,9 @@ from pathlib import Path
 import pytest
 
 from authutil import hearth_binary
-from tlsutil import ROOT, run_python, with_ports
+from tlsutil import ROOT, ServeProcess as Server, run_python, with_ports
 
 pytestmark = pytest.mark.hearth_only(reason="the README describes Hearth")
-
-PORT_FLAGS = ["--firestore-port", "0", "--auth-port", "0", "--storage-port", "0", "--s3-port", "0", "--database-port", "0",
-              "--api-port", "0", "--console-port", "0"]
-
 
 def readme_blocks() -> list[tuple[str, str, str | None]]:
     """``(language, code, skip reason)`` for every sh/python block, in order."""
@@ -36,41 +31,6 @@ def readme_blocks() -> list[tuple[str, str, str | None]]:
     for m in re.finditer(r"(?:<!-- not run: (.*?) -->\n)?^```(sh|python)\n(.*?)^```$", text, re.M | re.S):
         out.append((m.group(2), m.group(3), m.group(1)))
     return out
-
-
-class Server:
-    def __init__(self, binary: str, cwd: Path, args: list[str], n: int):
-        self.ready = cwd / f"ready-{n}.json"
-        self.log = cwd / f"serve-{n}.log"
-        cmd = [binary, "serve", *args, *PORT_FLAGS, "--ready-file", str(self.ready)]
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        deadline = time.monotonic() + 60
-        while not self.ready.exists():
-            assert self.proc.poll() is None, f"{cmd} exited:\n{self.output()}"
-            assert time.monotonic() < deadline, f"{cmd} not ready:\n{self.output()}"
-            time.sleep(0.05)
-        self.ports = {k: int(v) for k, v in json.loads(self.ready.read_text()).items()}
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def wait_for_output(self, needle: str, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
-        while needle not in self.output():
-            assert time.monotonic() < deadline, f"no {needle!r} in:\n{self.output()}"
-            time.sleep(0.05)
-        return self.output()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=15)
 
 
 def commands(block: str) -> list[str]:

@@ -69,6 +69,21 @@ def test_every_port_speaks_tls_with_only_the_ca(srv):
         requests.get(https(srv, "api") + "/healthz", timeout=30)
 
 
+def test_console_and_its_proxy_over_tls(srv):
+    """The console signs in over TLS and its proxy reaches the other ports over TLS on loopback."""
+    s = requests.Session()  # verify= on each call: a session's own is overridden by REQUESTS_CA_BUNDLE
+    console = https(srv, "console")
+    r = s.post(console + "/api/session", json={"method": "token", "token": ADMIN}, timeout=30, verify=str(srv.ca))
+    assert r.status_code == 200, r.text
+    info = s.get(console + "/api/session", timeout=30, verify=str(srv.ca)).json()
+    assert info["publicURLs"]["firestore"] == f"https://127.0.0.1:{srv.port}", info
+    r = s.get(console + f"/api/proxy/firestore/v1/projects/{PROJECT}/databases/(default)/documents/tls/a", timeout=30, verify=str(srv.ca))
+    assert r.status_code == 200 and r.json()["fields"]["n"] == {"integerValue": "1"}, r.text
+    r = s.post(console + f"/api/proxy/firestore/v1/projects/{PROJECT}/databases/(default)/documents/tls?documentId=console",
+               json={"fields": {}}, headers={"X-CSRF-Token": info["csrfToken"], "Origin": console}, timeout=30, verify=str(srv.ca))
+    assert r.status_code == 200, r.text
+
+
 def test_alpn_offers_h2_on_firestore_and_http1_elsewhere(srv):
     for service, offered, expected in [("firestore", ["h2", "http/1.1"], "h2"), ("firestore", ["http/1.1"], "http/1.1"),
                                        ("storage", ["h2", "http/1.1"], "http/1.1")]:
@@ -250,3 +265,29 @@ def test_self_signed_names_every_host_and_refuses_to_overwrite(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     again = subprocess.run([hearth_binary(), "admin", "tls", "self-signed", "--out", str(out)], capture_output=True, text=True)
     assert again.returncode != 0 and "--force" in again.stderr
+
+
+def test_tls_from_firebase_json_and_the_environment(tmp_path):
+    """`hearth.tls` and `hearth.trustedProxies` in firebase.json (paths relative to it) turn TLS on;
+    HEARTH_TLS_CERT/HEARTH_TLS_KEY win over firebase.json."""
+    from tlsutil import ServeProcess
+    self_signed(hearth_binary(), tmp_path / "certs", "127.0.0.1")
+    (tmp_path / "firebase.json").write_text(json.dumps({"hearth": {
+        "tls": {"cert": "certs/server.pem", "key": "certs/server-key.pem"}, "trustedProxies": ["10.0.0.0/8"]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEARTH_")}
+    srv = ServeProcess(hearth_binary(), tmp_path, ["--admin-token", ADMIN], 1, env=env)
+    try:
+        r = requests.get(f"https://127.0.0.1:{srv.ports['api']}/healthz", verify=str(tmp_path / "certs" / "ca.pem"), timeout=10)
+        assert r.status_code == 200
+        assert requests.get(f"http://127.0.0.1:{srv.ports['api']}/healthz", timeout=10).status_code == 400
+    finally:
+        srv.stop()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert, key = write_cert(tmp_path / "old", not_before=now - datetime.timedelta(days=9), not_after=now - datetime.timedelta(days=2))
+    r = subprocess.run([hearth_binary(), "serve", "--admin-token", ADMIN, "--firestore-port", "0"], cwd=tmp_path,
+                       env={**env, "HEARTH_TLS_CERT": str(cert), "HEARTH_TLS_KEY": str(key)}, capture_output=True, text=True, timeout=60)
+    assert r.returncode == TLS_EXIT and "expired" in r.stderr, r.stderr
+    bad = json.dumps({"hearth": {"trustedProxies": ["10.0.0.0/99"]}})
+    (tmp_path / "firebase.json").write_text(bad)
+    r = subprocess.run([hearth_binary(), "serve", "--admin-token", ADMIN], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "10.0.0.0/99" in r.stderr, r.stderr

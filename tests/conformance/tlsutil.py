@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import datetime
 import os
+import json
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -20,6 +22,8 @@ from authutil import hearth_binary
 from conftest import HearthServer
 
 ROOT = Path(__file__).resolve().parents[2]
+PORT_FLAGS = ["--firestore-port", "0", "--auth-port", "0", "--storage-port", "0", "--s3-port", "0", "--database-port", "0",
+              "--api-port", "0", "--console-port", "0"]
 DEFAULT_PORTS = {"firestore": 8080, "auth": 9099, "storage": 9199, "s3": 9900, "database": 9000, "api": 8000, "console": 4000}
 
 
@@ -114,3 +118,40 @@ def run_python(code: str, cwd: Path, timeout: float = 120) -> subprocess.Complet
     env = {k: v for k, v in os.environ.items() if not k.endswith("_EMULATOR_HOST")}
     return subprocess.run([os.environ.get("PYTHON", __import__("sys").executable), "-c", code], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+class ServeProcess:
+    """`hearth serve ARGS` in ``cwd`` with every port at 0, until its ready file is written."""
+
+    def __init__(self, binary: str, cwd: Path, args: list[str], n: int, env: dict | None = None):
+        self.ready = cwd / f"ready-{n}.json"
+        self.log = cwd / f"serve-{n}.log"
+        cmd = [binary, "serve", *args, *PORT_FLAGS, "--ready-file", str(self.ready)]
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, env=env)
+        deadline = time.monotonic() + 60
+        while not self.ready.exists():
+            assert self.proc.poll() is None, f"{cmd} exited:\n{self.output()}"
+            assert time.monotonic() < deadline, f"{cmd} not ready:\n{self.output()}"
+            time.sleep(0.05)
+        self.ports = {k: int(v) for k, v in json.loads(self.ready.read_text()).items()}
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def wait_for_output(self, needle: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while needle not in self.output():
+            assert time.monotonic() < deadline, f"no {needle!r} in:\n{self.output()}"
+            time.sleep(0.05)
+        return self.output()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=15)

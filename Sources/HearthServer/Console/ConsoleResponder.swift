@@ -137,10 +137,11 @@ struct ConsoleResponder: HTTPResponder {
         return (id, session)
     }
 
-    /// The request's own origin as the browser names it (`http://host:port`).
+    /// The request's own origin as the browser names it (`http(s)://host:port`, the scheme as
+    /// ``RequestOrigin`` settled it).
     func ownOrigin(_ request: Request) -> String? {
         guard let authority = request.head.authority else { return nil }
-        return "http://" + authority
+        return RequestOrigin.scheme(request.headers) + "://" + authority
     }
 
     /// Changes must come from the console's own pages: `X-CSRF-Token` matches the session's, and
