@@ -152,7 +152,7 @@ def test_forwarded_headers_from_a_trusted_proxy(tmp_path):
     writes https URLs when the proxy says so, and not when an untrusted header would."""
     from conftest import HearthServer
     srv = HearthServer(hearth_binary(), tmp_path, emulator=False,
-                       extra_args=("--admin-token", ADMIN, "--trusted-proxy", "127.0.0.1/32"))
+                       extra_args=("--admin-token", ADMIN, "--trusted-proxy", "127.0.0.1/32", "--log-level", "debug"))
     srv.start()
     try:
         bucket = f"{PROJECT}.appspot.com"
@@ -164,6 +164,14 @@ def test_forwarded_headers_from_a_trusted_proxy(tmp_path):
             r = requests.post(url, data=b"p", headers=headers, timeout=30)
             assert r.status_code == 200, r.text
             assert r.json()["mediaLink"].startswith(expected), (proto, r.json()["mediaLink"])
+        # Logs name the client the proxy reported (the right-most hop that is not a trusted proxy).
+        r = requests.post(f"http://127.0.0.1:{srv.ports['auth']}/v1/accounts:signInWithPassword?key=k", json={},
+                          headers={"X-Forwarded-For": "198.51.100.1, 203.0.113.77, 127.0.0.1"}, timeout=30)
+        assert r.status_code == 400
+        deadline = time.monotonic() + 10
+        while "client=203.0.113.77" not in srv.output():
+            assert time.monotonic() < deadline, srv.output()[-3000:]
+            time.sleep(0.1)
     finally:
         srv.stop()
 
