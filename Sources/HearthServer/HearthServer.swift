@@ -30,10 +30,17 @@ public struct HearthServer: Sendable {
     public let storageRules: RulesStore
     /// The Realtime Database (see `HearthServer+Database.swift`).
     public let database: DatabaseEngine
+    /// The certificate in force when TLS is on (`--tls-cert`), reloaded by ``TLSReloader``.
+    public let tls: TLSContexts?
     let logger: Logger
 
     /// Opens storage under the data directory and prepares the engines.
     public static func open(_ configuration: ServerConfiguration, logger: Logger) async throws -> HearthServer {
+        var tls: TLSContexts?
+        if let files = configuration.tls {
+            do { tls = try TLSContexts(files: files) } catch { throw HearthError(.failedPrecondition, "\(error)") }
+            logger.info("TLS on every port", metadata: ["certificate": "\(files.certificate)", "expires": "\(tls!.notValidAfter)"])
+        }
         let dir = URL(fileURLWithPath: configuration.dataDirectory)
         do {
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -75,7 +82,7 @@ public struct HearthServer: Sendable {
         logger.info("opened data directory", metadata: ["path": "\(dir.path)"])
         return HearthServer(
             configuration: configuration, engine: engine, auth: auth, firestoreRules: firestoreRules, objects: objects,
-            storageRules: storageRules, database: database, logger: logger)
+            storageRules: storageRules, database: database, tls: tls, logger: logger)
     }
 
     /// The auth engine over `<data-dir>/auth.sqlite`, its signing keys under `<data-dir>/keys/`.
@@ -101,43 +108,76 @@ public struct HearthServer: Sendable {
         return AuthEngine(store: store, tokens: tokens, configuration: configuration.auth)
     }
 
+    /// How a port speaks HTTP (``transport(_:)`` adds TLS and the forwarded-header rules).
+    enum Transport: Sendable {
+        /// HTTP/1.1 with `Expect: 100-continue` answered at once.
+        case http1
+        /// The object ports (Storage, S3): HTTP/1.1 reading up to 256 KiB at a time (see
+        /// ``BulkReadHTTP1Channel``), `100 Continue` only once a body is read, and refusals sent
+        /// before the body ending the connection safely (``EarlyRefusalHandler``).
+        case bulkHTTP1
+        /// The Firestore port: HTTP/1.1 (REST, as `http1`) and HTTP/2 (gRPC) on one socket, told
+        /// apart by the connection's first bytes — in cleartext HTTP/2 with prior knowledge (h2c),
+        /// over TLS as ALPN chose (`h2` or `http/1.1`).
+        case http1AndH2
+    }
+
     /// One service's HTTP listener on its configured port; reports the bound port to `ready`.
-    func listener<R: HTTPResponder>(_ name: String, _ responder: R, _ ready: ReadyFile, server: HTTPServerBuilder = Self.http1) -> some Service
+    func listener<R: HTTPResponder>(_ name: String, _ responder: R, _ ready: ReadyFile, server: Transport = .http1) -> some Service
     where R.Context: InitializableFromSource<ApplicationRequestContextSource> {
         Application(
             responder: responder,
-            server: server,
+            server: transport(server),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.ports[name] ?? ServerConfiguration.defaultPorts[name] ?? 0),
                 serverName: nil),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
-                self.logger.notice("\(name) listening", metadata: ["host": "\(self.configuration.host)", "port": "\(port)"])
+                self.logger.notice("\(name) listening", metadata: [
+                    "host": "\(self.configuration.host)", "port": "\(port)", "scheme": "\(self.configuration.scheme)",
+                ])
                 ready.bound(name, port)
             },
             logger: logger)
     }
 
-    /// HTTP/1.1 with `Expect: 100-continue` answered at once.
-    static var http1: HTTPServerBuilder {
-        .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
-    }
-
-    /// The object ports (Storage, S3): `http1` reading up to 256 KiB at a time (see
-    /// ``BulkReadHTTP1Channel``), `100 Continue` only once a body is read, and refusals sent
-    /// before the body ending the connection safely (``EarlyRefusalHandler``).
-    static var bulkHTTP1: HTTPServerBuilder {
-        HTTPServerBuilder { responder in
-            BulkReadHTTP1Channel(
-                responder: responder, configuration: .init(additionalChannelHandlers: [ExpectContinueHandler(.whenBodyIsRead), EarlyRefusalHandler()]))
+    /// The child channels of a transport, behind TLS when it is on; every HTTP/1.1 request passes
+    /// ``ForwardedHeadersHandler`` first.
+    func transport(_ kind: Transport) -> HTTPServerBuilder {
+        let policy = ForwardedPolicy(trustedProxies: configuration.trustedProxies, tls: tls != nil)
+        let tls = tls
+        @Sendable func secured<C: ServerChildChannel>(_ channel: C, _ offer: TLSContexts.Offer) -> any ServerChildChannel {
+            guard let tls else { return channel }
+            return TLSServerChannel(channel, contexts: tls, offer: offer)
         }
-    }
-
-    /// The Firestore port: HTTP/1.1 (REST, as `http1`) and HTTP/2 with prior knowledge (gRPC)
-    /// on one socket, told apart by the connection's first bytes.
-    static var http1AndH2C: HTTPServerBuilder {
-        HTTPServerBuilder { responder in
-            SniffingHTTPChannel(responder: responder, http1: .init(additionalChannelHandlers: [ExpectContinueHandler()]))
+        switch kind {
+        case .http1:
+            return HTTPServerBuilder { responder in
+                secured(
+                    HTTP1Channel(
+                        responder: responder,
+                        configuration: .init(additionalChannelHandlers: [ForwardedHeadersHandler(policy: policy), ExpectContinueHandler()])),
+                    .http1)
+            }
+        case .bulkHTTP1:
+            return HTTPServerBuilder { responder in
+                secured(
+                    BulkReadHTTP1Channel(
+                        responder: responder,
+                        configuration: .init(additionalChannelHandlers: [
+                            ForwardedHeadersHandler(policy: policy), ExpectContinueHandler(.whenBodyIsRead), EarlyRefusalHandler(),
+                        ])),
+                    .http1)
+            }
+        case .http1AndH2:
+            return HTTPServerBuilder { responder in
+                secured(
+                    SniffingHTTPChannel(
+                        responder: responder,
+                        http1: .init(additionalChannelHandlers: [ForwardedHeadersHandler(policy: policy), ExpectContinueHandler()]),
+                        forwarded: policy),
+                    .h2AndHTTP1)
+            }
         }
     }
 
@@ -177,9 +217,9 @@ public struct HearthServer: Sendable {
                     rest: FirestoreRESTResponder(engine: engine, authenticator: authenticator, security: security, logger: logger),
                     grpc: FirestoreGRPCService(engine: engine, authenticator: authenticator, security: security, logger: logger)
                         .responder(logger: logger)),
-                ready, server: Self.http1AndH2C),
-            listener("storage", storage, ready, server: Self.bulkHTTP1),
-            listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready, server: Self.bulkHTTP1),
+                ready, server: .http1AndH2),
+            listener("storage", storage, ready, server: .bulkHTTP1),
+            listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready, server: .bulkHTTP1),
         ]
         services.append(databaseListener(authenticator: authenticator, ready: ready))
         if configuration.ports["console"] != nil {
@@ -191,6 +231,7 @@ public struct HearthServer: Sendable {
         }
         services.append(ListenHeartbeat(engine: engine))
         services += try await appAPIServices(authenticator: authenticator, appCheck: appCheck, ready: ready)  // the api port (docs/app-backend.md)
+        if let tls { services.append(TLSReloader(contexts: tls, logger: logger)) }
         if let file = configuration.firestoreRulesFile {
             services.append(RulesFileWatcher(path: file, store: firestoreRules, logger: logger))
         }

@@ -36,6 +36,11 @@ public struct ServerConfiguration: Sendable {
     /// Errors logged since start, shown by the console (`RecentErrors.handler` in the logging bootstrap).
     public var recentErrors: RecentErrors?
 
+    /// `--tls-cert`/`--tls-key`: TLS on every port (docs/production.md); nil = cleartext.
+    public var tls: TLSFiles?
+    /// `--trusted-proxy`: peers whose `X-Forwarded-Proto`/`-For` are believed.
+    public var trustedProxies: [CIDR] = []
+
     /// The api port: the file registry (docs/app-backend.md).
     public var api: APIConfiguration = .init()
     /// The lifecycle worker's rules (`--lifecycle`); nil = no worker.
@@ -45,6 +50,9 @@ public struct ServerConfiguration: Sendable {
 
     /// Hearth's version, shown by `hearth --version` and the console.
     public static let version = "0.1.0-dev"
+
+    /// `https` with TLS on, else `http`: the scheme of the URLs Hearth writes for its own ports.
+    public var scheme: String { tls == nil ? "http" : "https" }
 
     /// The project's default bucket, created on first start.
     public var defaultBucket: String { "\(project).appspot.com" }

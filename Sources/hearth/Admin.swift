@@ -10,7 +10,7 @@ import HearthStorage
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage credentials kept in the data directory.",
-        subcommands: [S3Keys.self, ServiceAccountCommand.self, AppCheckCommand.self, ConsoleUserCommand.self])
+        subcommands: [S3Keys.self, ServiceAccountCommand.self, AppCheckCommand.self, ConsoleUserCommand.self, TLSCommand.self])
 }
 
 struct DataDirOption: ParsableArguments {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HearthCore
+import HearthAuth
 import HearthFiles
 import HearthServer
 import Logging
@@ -10,13 +11,14 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run the Hearth server.",
         discussion: """
             Settings come from flags, then environment variables (HEARTH_DATA_DIR, HEARTH_PROJECT, \
-            HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_FIRESTORE_RULES, HEARTH_STORAGE_RULES, HEARTH_AUTH_CONFIG, HEARTH_LOG_LEVEL), \
+            HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_TLS_CERT, HEARTH_TLS_KEY, HEARTH_TRUSTED_PROXIES, HEARTH_FIRESTORE_RULES, HEARTH_STORAGE_RULES, HEARTH_AUTH_CONFIG, HEARTH_LOG_LEVEL), \
             then a firebase.json (and .firebaserc) in the working directory: `emulators.{firestore,auth,storage,database,ui}.port`, \
-            `firestore.indexes`, `firestore.rules`, `storage.rules`. \
+            `firestore.indexes`, `firestore.rules`, `storage.rules`, `hearth.tls.{cert,key}`, `hearth.trustedProxies`. \
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
             Security rules (--firestore-rules or firebase.json's firestore.rules) judge every request \
-            that does not carry the admin credential (`Authorization: Bearer <admin token>`); clients \
+            that does not carry the admin credential (`Authorization: Bearer <admin token>`: --admin-token, else \
+            <data-dir>/admin-token, which the first start writes together with <data-dir>/service-account.json); clients \
             authenticate with Firebase ID tokens (`Authorization: Bearer <ID token>`). Production mode \
             (the default) without rules refuses every client request with 403 PERMISSION_DENIED \
             (except a user's reads of their own files/{fileId} records, the api port's file registry). \
@@ -71,7 +73,7 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Accept the Firebase Local Emulator Suite's conventions: `Authorization: Bearer owner` is admin, unsigned (alg none) ID tokens are users, clients are allowed while no rules are loaded, PUT /emulator/v1/projects/{p}:securityRules loads rules, DELETE /emulator/v1/projects/{p}/databases/{db}/documents clears a database, and the storage port's PUT /internal/setRules and POST /internal/reset load storage rules and clear objects.")
     var emulator = false
 
-    @Option(name: .customLong("admin-token"), help: "Bearer token that grants admin access in production mode (env HEARTH_ADMIN_TOKEN).")
+    @Option(name: .customLong("admin-token"), help: "Bearer token that grants admin access in production mode (env HEARTH_ADMIN_TOKEN). (default: <data-dir>/admin-token, made with a service-account key on the first start)")
     var adminToken: String?
 
     @Flag(name: .customLong("strict-indexes"), help: "Fail queries that need an undeclared composite index with FAILED_PRECONDITION, as Firestore does, instead of creating it.")
@@ -104,6 +106,15 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("lifecycle"), help: "Lifecycle rules (cascade deletes, TTL, storage expiry) for the worker inside the server (env HEARTH_LIFECYCLE; default: firebase.json's hearth.lifecycle; see docs/app-backend.md; dry run: hearth lifecycle plan).")
     var lifecycle: String?
+
+    @Option(name: .customLong("tls-cert"), help: "PEM certificate (the server's first, then any intermediates): TLS on every port, with --tls-key (env HEARTH_TLS_CERT; firebase.json hearth.tls.cert). Reloaded when the file changes or on SIGHUP; see docs/production.md.")
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: "PEM private key of --tls-cert (env HEARTH_TLS_KEY; firebase.json hearth.tls.key).")
+    var tlsKey: String?
+
+    @Option(name: .customLong("trusted-proxy"), help: "A reverse proxy's address or network (CIDR, repeatable) whose X-Forwarded-Proto and X-Forwarded-For are believed (env HEARTH_TRUSTED_PROXIES, comma-separated; firebase.json hearth.trustedProxies). (default: none)")
+    var trustedProxies: [String] = []
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
     var logLevel: String?
@@ -170,6 +181,26 @@ struct Serve: AsyncParsableCommand {
         if let file = lifecycle ?? env["HEARTH_LIFECYCLE"] ?? firebase.lifecycleFile {
             do { config.lifecycle = try LifecycleRules.load(file) } catch { throw ValidationError("--lifecycle: \(error.message)") }
         }
+        let certificate = tlsCert ?? env["HEARTH_TLS_CERT"] ?? firebase.tlsCertificate
+        let key = tlsKey ?? env["HEARTH_TLS_KEY"] ?? firebase.tlsKey
+        switch (certificate, key) {
+        case (let c?, let k?):
+            config.tls = TLSFiles(certificate: c, key: k)
+            // Refused pairs stop the start with the reason, before anything is opened.
+            do { _ = try TLSIdentity.load(config.tls!) } catch {
+                FileHandle.standardError.write(Data("hearth: TLS: \(error)\n".utf8))
+                throw ExitCode(Self.tlsExitCode)
+            }
+        case (nil, nil): break
+        default: throw ValidationError("--tls-cert and --tls-key go together (one of them is missing).")
+        }
+        let proxies = trustedProxies.isEmpty
+            ? (env["HEARTH_TRUSTED_PROXIES"].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? firebase.trustedProxies)
+            : trustedProxies
+        config.trustedProxies = try proxies.filter { !$0.isEmpty }.map { text in
+            guard let cidr = CIDR(text) else { throw ValidationError("--trusted-proxy \(text) is not an IP address or CIDR network (10.0.0.0/8, ::1).") }
+            return cidr
+        }
         config.api.s3AccessKeyID = env["HEARTH_API_S3_ACCESS_KEY_ID"]
         config.api.s3SecretAccessKey = env["HEARTH_API_S3_SECRET_ACCESS_KEY"]
         for (name, port) in config.ports where port < 0 || port > 65535 {
@@ -184,13 +215,58 @@ struct Serve: AsyncParsableCommand {
             return MultiplexLogHandler([h, recentErrors.handler(label: label)])
         }
         let logger = Logger(label: "hearth")
+        // Production mode always has an admin credential: the one given, else the data directory's (docs/production.md).
+        var firstRun: (credential: FirstRunCredential, account: CreatedServiceAccount?)?
         if !config.emulator && (config.adminToken ?? "").isEmpty {
-            logger.warning("production mode without --admin-token: there is no admin credential")
+            let credential = FirstRunCredential(dataDirectory: URL(fileURLWithPath: config.dataDirectory))
+            let (token, created) = try credential.adminToken()
+            config.adminToken = token
+            if created {
+                var account: CreatedServiceAccount?
+                do {
+                    account = try await FirstRunCredential.createServiceAccount(config)
+                } catch {
+                    logger.error("could not make the first service account", metadata: ["error": "\(error)"])
+                }
+                firstRun = (credential, account)
+            } else {
+                logger.notice("admin token from the data directory", metadata: ["file": "\(credential.tokenFile.path)"])
+            }
         }
         let server = try await HearthServer.open(config, logger: logger)
         logger.notice("starting", metadata: ["project": "\(config.project)", "mode": "\(config.emulator ? "emulator" : "production")"])
-        try await server.run()
+        guard let firstRun else { return try await server.run() }
+        let configuration = config
+        let (ports, portsReady) = AsyncStream.makeStream(of: [String: Int].self)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                defer { portsReady.finish() }
+                try await server.run(onReady: { portsReady.yield($0) })
+            }
+            group.addTask {
+                for await bound in ports {
+                    let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
+                    let tokenURI = "\(configuration.scheme)://\(host.contains(":") ? "[\(host)]" : host):\(bound["auth"] ?? 9099)/token"
+                    var keyWritten = false
+                    if let account = firstRun.account {
+                        do {
+                            try firstRun.credential.writeServiceAccountKey(account, tokenURI: tokenURI)
+                            keyWritten = true
+                        } catch {
+                            logger.error("could not write the first service-account key", metadata: ["error": "\(error)"])
+                        }
+                    }
+                    let banner = firstRun.credential.banner(configuration: configuration, ports: bound, keyWritten: keyWritten)
+                    FileHandle.standardOutput.write(Data((banner + "\n").utf8))
+                    break
+                }
+            }
+            try await group.waitForAll()
+        }
     }
+
+    /// The exit status when the TLS certificate or key is refused at start-up.
+    static let tlsExitCode: Int32 = 78
 }
 
 /// The parts of a Firebase project folder Hearth honours: `firebase.json` and `.firebaserc`.
@@ -206,6 +282,11 @@ struct FirebaseJSON {
     /// `hearth.lifecycle`: the lifecycle worker's rules (docs/app-backend.md).
     var lifecycleFile: String?
     var databaseRulesFile: String?
+    /// `hearth.tls`: `{"cert": FILE, "key": FILE}` (docs/production.md).
+    var tlsCertificate: String?
+    var tlsKey: String?
+    /// `hearth.trustedProxies`: `["10.0.0.0/8", …]`.
+    var trustedProxies: [String] = []
 
     static func load(directory: String) -> FirebaseJSON {
         var out = FirebaseJSON()
@@ -233,6 +314,9 @@ struct FirebaseJSON {
             if let lifecycle = json["hearth"]?["lifecycle"]?.stringValue {
                 out.lifecycleFile = dir.appendingPathComponent(lifecycle).path
             }
+            if let cert = json["hearth"]?["tls"]?["cert"]?.stringValue { out.tlsCertificate = dir.appendingPathComponent(cert).path }
+            if let key = json["hearth"]?["tls"]?["key"]?.stringValue { out.tlsKey = dir.appendingPathComponent(key).path }
+            if let proxies = json["hearth"]?["trustedProxies"]?.arrayValue { out.trustedProxies = proxies.compactMap(\.stringValue) }
             if let rules = json["database"]?["rules"]?.stringValue {
                 out.databaseRulesFile = dir.appendingPathComponent(rules).path
             }

@@ -17,6 +17,7 @@ extension HearthServer {
         try await objects.createBucket(bucket, ifMissing: true)
         let credentials = try await presignCredentials(bucket: bucket)
         let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
+        let scheme = configuration.scheme
         let publicURL = api.s3PublicURL
         let region = api.s3Region
         let registry = FileRegistry(
@@ -27,7 +28,7 @@ extension HearthServer {
                 if let publicURL {
                     endpoint = publicURL
                 } else {
-                    guard let port = ready.port("s3"), let url = URL(string: "http://\(host.contains(":") ? "[\(host)]" : host):\(port)") else {
+                    guard let port = ready.port("s3"), let url = URL(string: "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)") else {
                         throw HearthError(.unavailable, "The S3 port is not listening yet.")
                     }
                     endpoint = url

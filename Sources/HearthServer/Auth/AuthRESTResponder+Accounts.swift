@@ -39,7 +39,7 @@ extension AuthRESTResponder {
     func signInWithPassword(_ body: AuthRequestBody, _ request: Request) async throws -> Response {
         guard let email = try body.string("email"), !email.isEmpty else { throw AuthErrorCode.invalidEmail.error() }
         guard let password = try body.string("password"), !password.isEmpty else { throw AuthErrorCode.missingPassword.error() }
-        let s = try await engine.signInWithPassword(email: email, password: password, clientAddress: Self.clientAddress(request))
+        let s = try await engine.signInWithPassword(email: email, password: password, clientAddress: authenticator.emulator ? nil : Self.clientAddress(request))
         var m: [(String, JSON)] = [
             AuthJSON.kind("VerifyPasswordResponse"), ("registered", .bool(true)), ("localId", .string(s.account.uid)),
             ("email", .string(s.account.email ?? email)), ("displayName", .string(s.account.displayName ?? "")),

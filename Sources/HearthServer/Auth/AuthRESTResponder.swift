@@ -50,9 +50,9 @@ public struct AuthRESTResponder: HTTPResponder {
                 response = try await route(request)
             } catch let e as HearthError {
                 if e.code.httpStatus >= 500 {
-                    logger.error("auth request failed", metadata: ["path": "\(request.uri.path)", "error": "\(e)", "cause": "\(e.cause.map { "\($0)" } ?? "-")"])
+                    logger.error("auth request failed", metadata: ["path": "\(request.uri.path)", "client": "\(RequestOrigin.client(request.headers) ?? "-")", "error": "\(e)", "cause": "\(e.cause.map { "\($0)" } ?? "-")"])
                 } else {
-                    logger.debug("auth request rejected", metadata: ["path": "\(request.uri.path)", "error": "\(e)"])
+                    logger.debug("auth request rejected", metadata: ["path": "\(request.uri.path)", "client": "\(RequestOrigin.client(request.headers) ?? "-")", "error": "\(e)"])
                 }
                 response = Self.errorResponse(e)
             } catch {
@@ -222,11 +222,12 @@ public struct AuthRESTResponder: HTTPResponder {
     }
 
     /// The client's address for the per-address sign-in limit.
-    static func clientAddress(_ request: Request) -> String? {
-        guard let value = request.headers.first(where: { $0.name.canonicalName == "x-forwarded-for" })?.value else { return nil }
-        return value.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces) }
-    }
+    /// `X-Forwarded-For` as ``ForwardedHeadersHandler`` settled it: the TCP peer, or what a
+    /// trusted proxy (`--trusted-proxy`) reported.
+    static func clientAddress(_ request: Request) -> String? { RequestOrigin.client(request.headers) }
 
     /// Where links in emails point: this server as the client reached it.
-    static func origin(_ request: Request) -> String { "http://\(request.head.authority ?? "127.0.0.1:9099")" }
+    static func origin(_ request: Request) -> String {
+        RequestOrigin.base(request.headers, authority: request.head.authority, fallback: "127.0.0.1:9099")
+    }
 }

@@ -31,7 +31,7 @@ extension ConsoleResponder {
             ])
         }
         // Prometheus text: a metrics port of its own when there is one, else the api port's /metrics.
-        let metricsURL: JSON = (boundPort("metrics") ?? boundPort("api")).map { .string("http://\(publicHost(request)):\($0)/metrics") } ?? .null
+        let metricsURL: JSON = (boundPort("metrics") ?? boundPort("api")).map { .string("\(RequestOrigin.scheme(request.headers))://\(publicHost(request)):\($0)/metrics") } ?? .null
         return HTTPSupport.json(.object([
             ("version", .string(ServerConfiguration.version)), ("project", .string(configuration.project)),
             ("emulator", .bool(configuration.emulator)),

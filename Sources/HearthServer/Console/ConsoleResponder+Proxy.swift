@@ -4,6 +4,7 @@ import Hummingbird
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// `/api/proxy/{firestore|auth|storage|database}/<path>` → the same path on that service's port
 /// over loopback, with the console's admin credential. Bodies stream both ways (uploads, downloads
@@ -30,9 +31,15 @@ extension ConsoleResponder {
         guard Self.proxiedServices.contains(service) else { throw HearthError(.notFound, "No service \"\(service)\" behind the console.") }
         guard let port = boundPort(service) else { throw HearthError(.unavailable, "The \(service) service is not running on this server.") }
         let path = rest.dropFirst(service.count)
-        var url = "http://\(upstreamHost.contains(":") ? "[\(upstreamHost)]" : upstreamHost):\(port)\(path.isEmpty ? "/" : String(path))"
+        var url = "\(configuration.scheme)://\(upstreamHost.contains(":") ? "[\(upstreamHost)]" : upstreamHost):\(port)\(path.isEmpty ? "/" : String(path))"
         if let query = request.uri.query, !query.isEmpty { url += "?" + query }
         var upstream = HTTPClientRequest(url: url)
+        if configuration.tls != nil {
+            // Our own listener over loopback, whose certificate names the public host, not this address.
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.certificateVerification = .none
+            upstream.tlsConfiguration = tls
+        }
         upstream.method = HTTPMethod(rawValue: request.method.rawValue)
         for name in Self.forwardedRequestHeaders {
             for value in request.headers[values: name] { upstream.headers.add(name: name.rawName, value: value) }

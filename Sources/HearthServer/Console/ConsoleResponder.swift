@@ -137,10 +137,11 @@ struct ConsoleResponder: HTTPResponder {
         return (id, session)
     }
 
-    /// The request's own origin as the browser names it (`http://host:port`).
+    /// The request's own origin as the browser names it (`http(s)://host:port`, the scheme as
+    /// ``RequestOrigin`` settled it).
     func ownOrigin(_ request: Request) -> String? {
         guard let authority = request.head.authority else { return nil }
-        return "http://" + authority
+        return RequestOrigin.scheme(request.headers) + "://" + authority
     }
 
     /// Changes must come from the console's own pages: `X-CSRF-Token` matches the session's, and
@@ -183,7 +184,7 @@ struct ConsoleResponder: HTTPResponder {
         let hostName = publicHost(request)
         var urls: [(String, JSON)] = []
         for service in ["firestore", "auth", "storage", "database"] {
-            if let port = boundPort(service) { urls.append((service, .string("http://\(hostName):\(port)"))) }
+            if let port = boundPort(service) { urls.append((service, .string("\(RequestOrigin.scheme(request.headers))://\(hostName):\(port)"))) }
         }
         let database: JSON = boundPort("database") == nil
             ? .null : .object([("namespace", .string("\(configuration.project)-default-rtdb"))])

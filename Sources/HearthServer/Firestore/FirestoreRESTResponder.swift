@@ -31,9 +31,9 @@ public struct FirestoreRESTResponder: HTTPResponder {
             return try await route(request)
         } catch let e as HearthError {
             if e.code.httpStatus >= 500 {
-                logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(e)", "cause": "\(e.cause.map { "\($0)" } ?? "-")"])
+                logger.error("request failed", metadata: ["path": "\(request.uri.path)", "client": "\(RequestOrigin.client(request.headers) ?? "-")", "error": "\(e)", "cause": "\(e.cause.map { "\($0)" } ?? "-")"])
             } else {
-                logger.debug("request rejected", metadata: ["path": "\(request.uri.path)", "error": "\(e)"])
+                logger.debug("request rejected", metadata: ["path": "\(request.uri.path)", "client": "\(RequestOrigin.client(request.headers) ?? "-")", "error": "\(e)"])
             }
             return HTTPSupport.googleError(e)
         } catch {

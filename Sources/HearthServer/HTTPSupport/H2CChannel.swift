@@ -23,8 +23,9 @@ public struct H2CChannel: ServerChildChannel {
     let streams: H2CStreamChannel
     let configuration: NIOHTTP2Handler.Configuration
 
-    public init(responder: @escaping HTTPChannelHandler.Responder, controlFramesPer30s: Int = 20_000) {
-        streams = H2CStreamChannel(responder: responder)
+    /// `forwarded`: the rules ``ForwardedHeadersHandler`` applies to each stream's request (none: headers pass as sent).
+    public init(responder: @escaping HTTPChannelHandler.Responder, controlFramesPer30s: Int = 20_000, forwarded: ForwardedPolicy? = nil) {
+        streams = H2CStreamChannel(responder: responder, forwarded: forwarded)
         var configuration = NIOHTTP2Handler.Configuration()
         configuration.connection.controlFrameRateLimit.maximumCount = controlFramesPer30s
         // grpcio cancels (RST_STREAM) a server-streaming call the client stops reading — the
@@ -63,10 +64,17 @@ public struct H2CChannel: ServerChildChannel {
 public struct H2CStreamChannel: HTTPChannelHandler {
     public typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
     public let responder: HTTPChannelHandler.Responder
+    let forwarded: ForwardedPolicy?
+
+    public init(responder: @escaping HTTPChannelHandler.Responder, forwarded: ForwardedPolicy? = nil) {
+        self.responder = responder
+        self.forwarded = forwarded
+    }
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTPServerCodec())
+            if let forwarded { try channel.pipeline.syncOperations.addHandler(ForwardedHeadersHandler(policy: forwarded)) }
             return try Value(wrappingChannelSynchronously: channel)
         }
     }

@@ -39,10 +39,10 @@ public struct SniffingHTTPChannel: ServerChildChannel {
 
     public init(
         responder: @escaping HTTPChannelHandler.Responder, http1: HTTP1Channel.Configuration = .init(),
-        decisionTimeout: TimeAmount = .seconds(30)
+        decisionTimeout: TimeAmount = .seconds(30), forwarded: ForwardedPolicy? = nil
     ) {
         self.http1 = HTTP1Channel(responder: responder, configuration: http1)
-        self.http2 = H2CChannel(responder: responder)
+        self.http2 = H2CChannel(responder: responder, forwarded: forwarded)
         self.decisionTimeout = decisionTimeout
     }
 

@@ -34,7 +34,7 @@ extension StorageRESTResponder {
         guard rest.first == "b" else { throw HearthError(.notFound, "Not found: \(request.uri.path)") }
         let bucket = rest.count > 1 ? rest[1] : nil
         let objectPath = rest.count > 3 && rest[2] == "o" ? rest[3...].joined(separator: "/") : nil
-        let base = "http://\(request.head.authority ?? "127.0.0.1")"
+        let base = RequestOrigin.base(request.headers, authority: request.head.authority, fallback: "127.0.0.1")
 
         if kind == "upload" {
             guard let bucket, rest.count == 3, rest[2] == "o" else { throw HearthError(.notFound, "Not found: \(request.uri.path)") }

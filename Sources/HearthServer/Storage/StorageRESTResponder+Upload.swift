@@ -143,7 +143,7 @@ extension StorageRESTResponder {
         let host = request.head.authority ?? "127.0.0.1"
         let encodedName = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name
         let encodedBucket = bucket.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? bucket
-        let url = "http://\(host)/v0/b/\(encodedBucket)/o?name=\(encodedName)&upload_id=\(id)&upload_protocol=resumable"
+        let url = "\(RequestOrigin.scheme(request.headers))://\(host)/v0/b/\(encodedBucket)/o?name=\(encodedName)&upload_id=\(id)&upload_protocol=resumable"
         return Response(
             status: .ok,
             headers: [Self.uploadStatus: "active", Self.uploadURL: url, Self.granularity: "262144", Self.uploadID: id, .contentLength: "0"])

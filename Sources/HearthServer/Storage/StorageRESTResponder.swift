@@ -37,7 +37,7 @@ public struct StorageRESTResponder: HTTPResponder {
             return try await route(context.continuingOnRead(request), context)
         } catch let e as HearthError {
             if e.code.httpStatus >= 500 {
-                logger.error("storage request failed", metadata: ["path": "\(request.uri.path)", "error": "\(e)"])
+                logger.error("storage request failed", metadata: ["path": "\(request.uri.path)", "client": "\(RequestOrigin.client(request.headers) ?? "-")", "error": "\(e)"])
             }
             if e.code == .failedPrecondition && e.message.hasPrefix(ObjectPreconditions.failureMessage) {
                 // Cloud Storage answers failed generation/metageneration conditions with 412.

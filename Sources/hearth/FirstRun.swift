@@ -1,0 +1,92 @@
+import Foundation
+import HearthCore
+import HearthAuth
+import HearthServer
+import Logging
+
+/// The admin credential of a production server started without one (`--admin-token`,
+/// `HEARTH_ADMIN_TOKEN`): `<data-dir>/admin-token`, made on the first start (0600) and read on
+/// every later one; on that first start also a service-account key, `<data-dir>/service-account.json`,
+/// once the auth port is bound (its `token_uri` names it). Paths are printed, never the secrets.
+struct FirstRunCredential {
+    static let tokenFileName = "admin-token"
+    static let keyFileName = "service-account.json"
+
+    let dataDirectory: URL
+    var tokenFile: URL { dataDirectory.appendingPathComponent(Self.tokenFileName) }
+    var keyFile: URL { dataDirectory.appendingPathComponent(Self.keyFileName) }
+
+    /// The token kept in the data directory, made now when there is none; `created` on the first start.
+    func adminToken() throws -> (token: String, created: Bool) {
+        if let data = FileManager.default.contents(atPath: tokenFile.path) {
+            let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard token.count >= 16 else {
+                throw HearthError(.failedPrecondition, "\(tokenFile.path) holds no admin token (at least 16 characters); delete it to have a new one made.")
+            }
+            return (token, false)
+        }
+        try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+        var bytes = [UInt8](repeating: 0, count: 32)
+        var generator = SystemRandomNumberGenerator()
+        for i in bytes.indices { bytes[i] = generator.next() }
+        let token = "hearth_" + Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        try write(token + "\n", to: tokenFile)
+        return (token, true)
+    }
+
+    func write(_ text: String, to url: URL) throws {
+        // O_EXCL: never replace a credential another process just made.
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw HearthError(.failedPrecondition, "Cannot create \(url.path): errno \(errno)") }
+        defer { close(fd) }
+        do {
+            try FileHandle(fileDescriptor: fd, closeOnDealloc: false).write(contentsOf: Data(text.utf8))
+        } catch {
+            throw HearthError(.failedPrecondition, "Cannot write \(url.path): \(error)")
+        }
+        guard fsync(fd) == 0 else { throw HearthError(.failedPrecondition, "Cannot write \(url.path): errno \(errno)") }
+    }
+
+    /// The service-account key for Google's libraries, registered on the first start before the
+    /// server opens (so it signs custom tokens at once), written once the auth port is bound:
+    /// its `token_uri` names that port.
+    static func createServiceAccount(_ configuration: ServerConfiguration) async throws -> CreatedServiceAccount {
+        let auth = try await HearthServer.openAuth(configuration, directory: configuration.dataDirectory)
+        return try await auth.createServiceAccount(tokenURI: "\(configuration.scheme)://127.0.0.1:9099/token")
+    }
+
+    func writeServiceAccountKey(_ created: CreatedServiceAccount, tokenURI: String) throws {
+        guard !FileManager.default.fileExists(atPath: keyFile.path) else { return }
+        var file = created.keyFile
+        if case .object(let fields) = file {
+            file = .object(fields.map { $0.0 == "token_uri" ? ($0.0, .string(tokenURI)) : $0 })
+        }
+        try write(file.serialized() + "\n", to: keyFile)
+    }
+
+    /// What the first start prints: where the credential is, and a command that uses it.
+    func banner(configuration: ServerConfiguration, ports: [String: Int], keyWritten: Bool) -> String {
+        let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        let firestore = ports["firestore"] ?? 8080
+        let cacert = configuration.tls == nil ? "" : " --cacert <your CA file>"
+        var lines = [
+            "",
+            "Hearth made an admin credential on this first start (files readable only by you):",
+            "  admin token:          \(tokenFile.path)",
+        ]
+        if keyWritten {
+            lines.append("  service-account key:  \(keyFile.path)   (GOOGLE_APPLICATION_CREDENTIALS for google-cloud-* and firebase-admin)")
+        }
+        lines += [
+            "Try it:",
+            "  curl\(cacert) -H \"Authorization: Bearer $(cat \(tokenFile.path))\" \\",
+            "    '\(configuration.scheme)://\(hostPart):\(firestore)/v1/projects/\(configuration.project)/databases/(default)/documents/users?documentId=alice' \\",
+            "    -d '{\"fields\":{\"name\":{\"stringValue\":\"Alice\"}}}'",
+            "Later starts reuse these files; --admin-token (or HEARTH_ADMIN_TOKEN) takes the token's place.",
+            "",
+        ]
+        return lines.joined(separator: "\n")
+    }
+}
