@@ -38,6 +38,6 @@ extension HearthServer {
         return listener(
             "database",
             DatabaseRESTResponder(engine: database, authenticator: authenticator, project: configuration.project, logger: logger),
-            ready, server: sockets.server)
+            ready, server: sockets.transport)
     }
 }

@@ -7,6 +7,8 @@ import HearthSQLite
 import HearthRules
 public import HearthStorage
 import Hummingbird
+import HummingbirdWebSocket
+import HTTPTypes
 import HummingbirdCore
 public import Logging
 import ServiceLifecycle
@@ -120,6 +122,12 @@ public struct HearthServer: Sendable {
         /// apart by the connection's first bytes — in cleartext HTTP/2 with prior knowledge (h2c),
         /// over TLS as ALPN chose (`h2` or `http/1.1`).
         case http1AndH2
+        /// The database port: HTTP/1.1 as `http1`, plus the WebSocket upgrades `shouldUpgrade` accepts
+        /// (the Realtime Database's `/.ws`).
+        case http1WebSocket(
+            WebSocketServerConfiguration,
+            shouldUpgrade: @Sendable (HTTPRequest, any Channel, Logger) async throws
+                -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>>)
     }
 
     /// One service's HTTP listener on its configured port; reports the bound port to `ready`.
@@ -157,6 +165,15 @@ public struct HearthServer: Sendable {
                     HTTP1Channel(
                         responder: responder,
                         configuration: .init(additionalChannelHandlers: [ForwardedHeadersHandler(policy: policy), ExpectContinueHandler()])),
+                    .http1)
+            }
+        case .http1WebSocket(let webSocket, let shouldUpgrade):
+            return HTTPServerBuilder { responder in
+                secured(
+                    HTTP1WebSocketUpgradeChannel(
+                        responder: responder, configuration: webSocket,
+                        additionalChannelHandlers: { [ForwardedHeadersHandler(policy: policy), ExpectContinueHandler()] },
+                        shouldUpgrade: shouldUpgrade),
                     .http1)
             }
         case .bulkHTTP1:

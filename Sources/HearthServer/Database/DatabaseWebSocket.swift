@@ -19,19 +19,16 @@ struct DatabaseWebSocketEndpoint: Sendable {
     let logger: Logger
     let pushes = DatabasePushCache()
 
-    /// The database port's HTTP/1.1 server: `100 Continue` as elsewhere, and the upgrade of `/.ws`.
-    var server: HTTPServerBuilder {
-        .http1WebSocketUpgrade(
-            configuration: .init(
-                http1: .init(additionalChannelHandlers: [ExpectContinueHandler()]),
-                ws: .init(maxFrameSize: 1 << 20, autoPing: .disabled)),
-            shouldUpgrade: { request, _, _ in
-                guard let namespace = self.namespace(request) else { return .dontUpgrade }
-                let host = request.authority ?? "localhost"
-                return .upgrade([:]) { inbound, outbound, _ in
-                    await self.run(namespace: namespace, host: host, inbound: inbound, outbound: outbound)
-                }
-            })
+    /// The database port's transport: HTTP/1.1 as elsewhere (behind TLS when it is on), and the
+    /// upgrade of `/.ws`.
+    var transport: HearthServer.Transport {
+        .http1WebSocket(.init(maxFrameSize: 1 << 20, autoPing: .disabled)) { request, _, _ in
+            guard let namespace = self.namespace(request) else { return .dontUpgrade }
+            let host = request.authority ?? "localhost"
+            return .upgrade([:]) { inbound, outbound, _ in
+                await self.run(namespace: namespace, host: host, inbound: inbound, outbound: outbound)
+            }
+        }
     }
 
     /// The namespace of an upgrade request for `/.ws` (`?ns=`, else the host's first label
