@@ -119,6 +119,46 @@ public final class S3BlobStore: BlobStore {
         _ = try await response.body.collect(upTo: 1 << 20)
     }
 
+    /// DeleteObjects (`POST /bucket?delete`), up to 1,000 keys per request, quiet mode (only
+    /// failures are listed). A key that does not exist counts as deleted, as S3 answers.
+    public func delete(batch ids: [String]) async throws {
+        var start = 0
+        while start < ids.count {
+            let chunk = ids[start..<min(ids.count, start + 1000)]
+            start += chunk.count
+            if chunk.count == 1 {
+                try await delete(chunk[chunk.startIndex])
+                continue
+            }
+            let body = Self.deleteObjectsDocument(chunk.map(key))
+            var md5 = MD5Stream()
+            body.withUnsafeBytes { md5.update($0) }
+            var r = request(
+                .POST, key: nil, query: [("delete", "")],
+                headers: ["content-md5": Data(md5.finalize()).base64EncodedString(), "content-type": "application/xml"])
+            r.body = .bytes(ByteBuffer(bytes: body))
+            let response = try await client.execute(r, timeout: .seconds(120))
+            guard response.status == .ok else { throw await Self.failure("a batch delete", response) }
+            let xml = String(buffer: try await response.body.collect(upTo: 16 << 20))
+            let failed = Self.elements(xml, "Error")
+            if !failed.isEmpty {
+                throw HearthError(.unavailable, "The S3 blob store refused to delete \(failed.count) of \(chunk.count) blobs: \(failed[0].prefix(300))")
+            }
+        }
+    }
+
+    /// The DeleteObjects request document for `keys` (quiet).
+    static func deleteObjectsDocument(_ keys: [String]) -> [UInt8] {
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>"
+        for key in keys {
+            let escaped = key.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+                .replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "'", with: "&apos;")
+            xml += "<Object><Key>\(escaped)</Key></Object>"
+        }
+        xml += "</Delete>"
+        return Array(xml.utf8)
+    }
+
     public func allBlobIDs() async throws -> [String] {
         var ids: [String] = []
         var token: String?
