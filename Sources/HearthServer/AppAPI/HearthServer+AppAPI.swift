@@ -42,8 +42,9 @@ extension HearthServer {
             let auth = auth
             let worker = LifecycleWorker(
                 rules: rules, documents: engine, database: registry.database, objects: objects, bucket: configuration.defaultBucket,
-                existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) }, logger: logger)
-            lifecycle.append(LifecycleService(worker: worker))
+                existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) },
+                realtime: DatabaseLifecycleAdapter(engine: database, project: configuration.project), logger: logger)
+            lifecycle.append(LifecycleService(worker: worker, accountDeletions: auth.accountDeletions.subscribe()))
         }
         return lifecycle + [
             listener(
@@ -71,10 +72,11 @@ extension HearthServer {
         try GRDBAppCheckStore.open(path: directory.appendingPathComponent("app-check.sqlite").path)
     }
 
-    /// App Check for the other services' transports, by configuration (`firestore`, `storage`).
+    /// App Check for the other services' transports, by configuration (`firestore`, `storage`,
+    /// `auth`, `database`).
     func appCheckGates(_ engine: AppCheckEngine) -> [String: AppCheckGate] {
         var gates: [String: AppCheckGate] = [:]
-        for service in ["firestore", "storage"] {
+        for service in ["firestore", "storage", "auth", "database"] {
             if let mode = configuration.api.appCheckEnforcement[service], mode != .off {
                 gates[service] = AppCheckGate(service: service, mode: mode, engine: engine, logger: logger)
             }
