@@ -101,7 +101,7 @@ public struct APIConfiguration: Sendable {
                             throw HearthError.invalidArgument("\(source): appCheck.enforcement must map services to off, monitor or enforce.")
                         }
                         for (service, mode) in modes {
-                            guard ["api", "firestore", "storage"].contains(service), let text = mode.stringValue, let parsed = AppCheckMode(rawValue: text) else {
+                            guard ["api", "firestore", "storage", "auth", "database"].contains(service), let text = mode.stringValue, let parsed = AppCheckMode(rawValue: text) else {
                                 throw HearthError.invalidArgument(
                                     "\(source): appCheck.enforcement.\(service) must be off, monitor or enforce (services: api, firestore, storage).")
                             }
