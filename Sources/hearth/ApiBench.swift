@@ -32,15 +32,38 @@ struct ApiBench {
         let body = ByteBuffer(string: #"{"contentType":"image/png","fileExtension":"png"}"#)
         print(try await user.run("api: presign-upload (one durable write)") { _ in (HTTPMethod.POST, "\(base)/v1/files/presign-upload", body) })
 
-        // Record more pending files through the registry itself (the presign phase above made only
-        // a few seconds' worth), upload an object for each, then complete each once: the complete
-        // phase runs at most 3 s so that it never repeats a file.
+        // The same run's ceiling for presign-upload: its durable write alone (the same record,
+        // created through the engine in process: no HTTP, no token, no signing), then the
+        // registry's whole presignUpload in process (write + key + signing, no HTTP).
         let database = DatabaseName(project: server.configuration.project, database: "(default)")
+        let engine = server.engine
+        print(
+            try await GRDBBaseline.measure("ceiling: the record's durable write alone (in process)", clients: load.clients, duration: load.duration) { _ in
+                var write = Write.create(
+                    FileRecord.path(ULID.make(now: FileRegistry.systemNow()).text),
+                    [
+                        "ownerUid": .string("bench-ceiling"), "bucket": .string("b"), "key": .string("users/bench-ceiling/uploads/x.png"),
+                        "contentType": .string("image/png"), "status": .string("pending"),
+                    ])
+                write.transforms = [
+                    FieldTransform(field: FieldPath(["createdAt"]), operation: .serverTimestamp),
+                    FieldTransform(field: FieldPath(["updatedAt"]), operation: .serverTimestamp),
+                ]
+                _ = try await engine.commit(database, [write])
+            })
         let registry = FileRegistry(
             documents: server.engine, database: database, objects: server.objects, bucket: server.configuration.defaultBucket,
             policy: FileUploadPolicy(),
             presigner: { S3Presigner(endpoint: URL(string: "http://127.0.0.1:1")!, region: "us-east-1", accessKeyID: "bench", secretAccessKey: "bench") },
             logger: Logger(label: "bench"))
+        print(
+            try await GRDBBaseline.measure("in process: FileRegistry.presignUpload (no HTTP)", clients: load.clients, duration: load.duration) { _ in
+                _ = try await registry.presignUpload(owner: "bench-ceiling", contentType: "image/png", fileExtension: "png", declaredSize: nil)
+            })
+
+        // Record more pending files through the registry itself (the presign phase above made only
+        // a few seconds' worth), upload an object for each, then complete each once: the complete
+        // phase runs at most 3 s so that it never repeats a file.
         progress("recording 6000 more pending files…")
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<6000 {
