@@ -248,6 +248,12 @@ def test_account_deletion_hook_runs_without_waiting_for_a_pass(tmp_path_factory)
         assert requests.get(f"{docs_url(s)}/profiles/{kept}", headers=ADMIN, timeout=30).status_code == 200
         assert sorted(objects(s, f"users/{kept}/")) == sorted(f"users/{kept}/{n}" for n in ("avatar.png", "private/notes.txt", "public.txt"))
         assert "account deletion" in s.output()
+        # The worker's totals on the api port's /metrics: 3 documents and 2 objects per deleted account.
+        metrics = dict(line.rsplit(" ", 1) for line in requests.get(f"http://127.0.0.1:{s.ports['api']}/metrics", timeout=30).text.splitlines()
+                       if line.startswith("hearth_lifecycle_deleted_total"))
+        assert metrics['hearth_lifecycle_deleted_total{kind="document"}'] == "12"
+        assert metrics['hearth_lifecycle_deleted_total{kind="object"}'] == "8"
+        assert metrics['hearth_lifecycle_deleted_total{kind="database"}'] == "0"
     finally:
         s.stop()
 

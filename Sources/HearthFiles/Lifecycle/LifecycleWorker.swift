@@ -22,6 +22,8 @@ public struct LifecycleWorker: Sendable {
     let existingAccounts: (@Sendable ([String]) async throws -> Set<String>)?
     /// The Realtime Database, for rules that name database paths (nil = such paths are skipped).
     public let realtime: (any LifecycleDatabase)?
+    /// Totals of what this worker deleted (not dry runs).
+    public let metrics = LifecycleMetrics()
     let logger: Logger
 
     public init(
@@ -170,6 +172,7 @@ public struct LifecycleWorker: Sendable {
             }
         }
         if !dryRun && counts.total > 0 {
+            metrics.add(counts)
             logger.notice(
                 "lifecycle deleted", metadata: ["documents": "\(counts.documents)", "objects": "\(counts.objects)", "database": "\(counts.databasePaths)"])
         }
@@ -199,6 +202,7 @@ public struct LifecycleWorker: Sendable {
             }
         }
         if counts.total > 0 {
+            metrics.add(counts)
             logger.notice(
                 "lifecycle deleted",
                 metadata: [

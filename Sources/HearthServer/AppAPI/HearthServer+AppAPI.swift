@@ -38,6 +38,7 @@ extension HearthServer {
         try await registry.declareIndexes()
         let gate = AppCheckGate(service: "api", mode: api.appCheckEnforcement["api"] ?? .off, engine: appCheck, logger: logger)
         var lifecycle: [any Service] = []
+        var lifecycleMetrics: LifecycleMetrics?
         if let rules = configuration.lifecycle {
             let auth = auth
             let worker = LifecycleWorker(
@@ -45,10 +46,14 @@ extension HearthServer {
                 existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) },
                 realtime: DatabaseLifecycleAdapter(engine: database, project: configuration.project), logger: logger)
             lifecycle.append(LifecycleService(worker: worker, accountDeletions: auth.accountDeletions.subscribe()))
+            lifecycleMetrics = worker.metrics
         }
         return lifecycle + [
             listener(
-                "api", AppAPIResponder(registry: registry, authenticator: authenticator, appCheck: appCheck, appCheckGate: gate, logger: logger),
+                "api",
+                AppAPIResponder(
+                    registry: registry, authenticator: authenticator, appCheck: appCheck, appCheckGate: gate, lifecycleMetrics: lifecycleMetrics,
+                    logger: logger),
                 ready),
             PendingUploadSweeper(registry: registry, interval: .seconds(api.sweepIntervalSeconds)),
         ]
