@@ -13,14 +13,35 @@ extension HearthServer {
     /// The api port's listener and the service that expires unfinished uploads.
     func appAPIServices(authenticator: Authenticator, appCheck: AppCheckEngine, ready: ReadyFile) async throws -> [any Service] {
         let api = configuration.api
-        let bucket = api.bucket ?? configuration.defaultBucket
-        try await objects.createBucket(bucket, ifMissing: true)
-        let credentials = try await presignCredentials(bucket: bucket)
+        let bucket: String
+        let credentials: (id: String, secret: String)
+        let publicURL: URL?
+        let fileObjects: any FileObjects
+        if let external = api.externalS3 {
+            // Objects in an external S3 bucket: URLs presigned for it, objects checked there.
+            guard let id = api.s3AccessKeyID, let secret = api.s3SecretAccessKey else {
+                throw HearthError(
+                    .failedPrecondition, "externalS3 needs HEARTH_API_S3_ACCESS_KEY_ID and HEARTH_API_S3_SECRET_ACCESS_KEY in the environment.")
+            }
+            bucket = external.bucket
+            credentials = (id, secret)
+            publicURL = external.endpoint
+            let spool = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("api-s3-spool")
+            fileObjects = ExternalS3FileObjects(
+                client: try S3BlobStore(
+                    configuration: .init(endpoint: external.endpoint, region: api.s3Region, bucket: external.bucket, accessKeyID: id, secretAccessKey: secret),
+                    spool: spool))
+        } else {
+            bucket = api.bucket ?? configuration.defaultBucket
+            try await objects.createBucket(bucket, ifMissing: true)
+            credentials = try await presignCredentials(bucket: bucket)
+            publicURL = api.s3PublicURL
+            fileObjects = objects
+        }
         let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
-        let publicURL = api.s3PublicURL
         let region = api.s3Region
         let registry = FileRegistry(
-            documents: engine, database: DatabaseName(project: configuration.project, database: "(default)"), objects: objects,
+            documents: engine, database: DatabaseName(project: configuration.project, database: "(default)"), objects: fileObjects,
             bucket: bucket, policy: api.policy,
             presigner: { [ready] in
                 let endpoint: URL
