@@ -165,6 +165,8 @@ public struct AppCheckEngine: Sendable {
         public var tokenID: String?
         public var expires: Int64
         public var claims: JSON
+        /// A limited-use token (`provider` `limited_use`): meant to be used once.
+        public var isLimitedUse: Bool { claims["provider"]?.stringValue == "limited_use" }
     }
 
     /// Checks a token as the Admin SDKs do, and more strictly: header `alg` RS256 and `typ`
@@ -193,7 +195,11 @@ public struct AppCheckEngine: Sendable {
     /// `verifyAppCheckToken`: verifies the token and marks it consumed; answers whether it had
     /// been consumed before (`alreadyConsumed`).
     public func consume(_ token: String) async throws -> Bool {
-        let verified = try await verify(token)
+        try await consume(verified: try await verify(token))
+    }
+
+    /// Marks a verified token consumed; answers whether it had been consumed before.
+    public func consume(verified: VerifiedToken) async throws -> Bool {
         guard let tokenID = verified.tokenID, !tokenID.isEmpty else { throw AppCheckError(.invalidToken, "The App Check token has no jti.") }
         return try await store.consume(tokenID: tokenID, expires: verified.expires, now: clock.seconds)
     }

@@ -11,7 +11,7 @@ public import Logging
 public struct FileRegistry: Sendable {
     public let documents: DocumentEngine
     public let database: DatabaseName
-    public let objects: ObjectStore
+    public let objects: any FileObjects
     /// The bucket every upload goes to (the server chooses it, never the client).
     public let bucket: String
     public let policy: FileUploadPolicy
@@ -21,7 +21,7 @@ public struct FileRegistry: Sendable {
     let logger: Logger
 
     public init(
-        documents: DocumentEngine, database: DatabaseName, objects: ObjectStore, bucket: String, policy: FileUploadPolicy,
+        documents: DocumentEngine, database: DatabaseName, objects: any FileObjects, bucket: String, policy: FileUploadPolicy,
         presigner: @escaping @Sendable () throws -> S3Presigner, now: @escaping @Sendable () -> Timestamp = FileRegistry.systemNow,
         logger: Logger
     ) {
@@ -145,7 +145,7 @@ public struct FileRegistry: Sendable {
             case .failed: throw FileRegistryError(.alreadyFailed, "File upload failed: \(record.failureReason ?? "rejected")")
             case .pending: break
             }
-            guard let object = try await objects.object(record.bucket, record.key) else {
+            guard let object = try await objects.fileObject(bucket: record.bucket, key: record.key) else {
                 throw FileRegistryError(.objectMissing, "Uploaded object not found; upload the file before completing it")
             }
             let refusal: FileRegistryError?
@@ -178,7 +178,7 @@ public struct FileRegistry: Sendable {
     }
 
     /// Why an uploaded object breaks the policy, or nil if it fits.
-    func refusal(of object: StorageObject, record: FileRecord) async throws -> FileRegistryError? {
+    func refusal(of object: FileObjectInfo, record: FileRecord) async throws -> FileRegistryError? {
         if object.size > policy.maxUploadBytes {
             return FileRegistryError(.sizeNotAllowed, "File is larger than the limit of \(policy.maxUploadBytes) bytes")
         }
@@ -187,7 +187,9 @@ public struct FileRegistry: Sendable {
             return FileRegistryError(.contentMismatch, "Uploaded content type \(FileUploadPolicy.quoted(stored)) is not \(record.contentType)")
         }
         var head: [UInt8] = []
-        if object.size > 0 { head = try await objects.contents(object, range: 0..<min(object.size, Int64(ContentSniffer.headLength))) }
+        if object.size > 0 {
+            head = try await objects.firstBytes(of: object, bucket: record.bucket, key: record.key, count: Int64(ContentSniffer.headLength))
+        }
         if !ContentSniffer.matches(record.contentType, head: head) {
             return FileRegistryError(.contentMismatch, "File content does not match content type \(record.contentType)")
         }
@@ -195,11 +197,7 @@ public struct FileRegistry: Sendable {
     }
 
     func deleteObject(_ record: FileRecord) async throws {
-        do {
-            try await objects.delete(record.bucket, record.key)
-        } catch let error as HearthError where error.code == .notFound {
-            // Already gone.
-        }
+        try await objects.deleteFileObject(bucket: record.bucket, key: record.key)
     }
 
     // MARK: Download, list, delete
@@ -209,7 +207,7 @@ public struct FileRegistry: Sendable {
         let record = try await self.record(fileId, owner: owner)
         guard record.status == .ready else { throw FileRegistryError(.notReady, "File is not ready (status: \(record.status.rawValue))") }
         // The upload URL may outlive `complete`: bytes written after the check were never checked.
-        let object = try await objects.object(record.bucket, record.key)
+        let object = try await objects.fileObject(bucket: record.bucket, key: record.key)
         if object == nil || object?.generation != record.objectGeneration {
             let reason = "The object changed after the upload was completed"
             if object != nil { try await deleteObject(record) }

@@ -32,15 +32,38 @@ struct ApiBench {
         let body = ByteBuffer(string: #"{"contentType":"image/png","fileExtension":"png"}"#)
         print(try await user.run("api: presign-upload (one durable write)") { _ in (HTTPMethod.POST, "\(base)/v1/files/presign-upload", body) })
 
-        // Record more pending files through the registry itself (the presign phase above made only
-        // a few seconds' worth), upload an object for each, then complete each once: the complete
-        // phase runs at most 3 s so that it never repeats a file.
+        // The same run's ceiling for presign-upload: its durable write alone (the same record,
+        // created through the engine in process: no HTTP, no token, no signing), then the
+        // registry's whole presignUpload in process (write + key + signing, no HTTP).
         let database = DatabaseName(project: server.configuration.project, database: "(default)")
+        let engine = server.engine
+        print(
+            try await GRDBBaseline.measure("ceiling: the record's durable write alone (in process)", clients: load.clients, duration: load.duration) { _ in
+                var write = Write.create(
+                    FileRecord.path(ULID.make(now: FileRegistry.systemNow()).text),
+                    [
+                        "ownerUid": .string("bench-ceiling"), "bucket": .string("b"), "key": .string("users/bench-ceiling/uploads/x.png"),
+                        "contentType": .string("image/png"), "status": .string("pending"),
+                    ])
+                write.transforms = [
+                    FieldTransform(field: FieldPath(["createdAt"]), operation: .serverTimestamp),
+                    FieldTransform(field: FieldPath(["updatedAt"]), operation: .serverTimestamp),
+                ]
+                _ = try await engine.commit(database, [write])
+            })
         let registry = FileRegistry(
             documents: server.engine, database: database, objects: server.objects, bucket: server.configuration.defaultBucket,
             policy: FileUploadPolicy(),
             presigner: { S3Presigner(endpoint: URL(string: "http://127.0.0.1:1")!, region: "us-east-1", accessKeyID: "bench", secretAccessKey: "bench") },
             logger: Logger(label: "bench"))
+        print(
+            try await GRDBBaseline.measure("in process: FileRegistry.presignUpload (no HTTP)", clients: load.clients, duration: load.duration) { _ in
+                _ = try await registry.presignUpload(owner: "bench-ceiling", contentType: "image/png", fileExtension: "png", declaredSize: nil)
+            })
+
+        // Record more pending files through the registry itself (the presign phase above made only
+        // a few seconds' worth), upload an object for each, then complete each once: the complete
+        // phase runs at most 3 s so that it never repeats a file.
         progress("recording 6000 more pending files…")
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<6000 {
@@ -78,12 +101,71 @@ struct ApiBench {
     func runLifecycle(bottles: Int) async throws {
         let database = DatabaseName(project: server.configuration.project, database: "(default)")
         let bucket = server.configuration.defaultBucket
-        progress("preparing \(bottles) expired bottles with a chat message and an object each…")
+
+        // Same-run baseline: the same data set deleted the way the worker did before batching
+        // objects — one `ObjectStore.delete` transaction per object (16 in flight), documents in
+        // commits of 500.
+        try await prepareBottles(bottles, collection: "basebottles")
+        var start = ContinuousClock.now
+        var names: [String] = []
+        var after: String?
+        repeat {
+            let page = try await server.objects.list(bucket, .init(prefix: "basebottles/", after: after, maxResults: 1000))
+            names += page.objects.map(\.name)
+            after = page.next
+        } while after != nil
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, name) in names.enumerated() {
+                if index >= 16 { try await group.next() }
+                group.addTask { try await server.objects.delete(bucket, name) }
+            }
+            try await group.waitForAll()
+        }
+        var paths: [ResourcePath] = []
+        for index in 0..<bottles {
+            let id = String(format: "b%06d", index)
+            paths += [ResourcePath(["basebottles", id, "chat", "m1"]), ResourcePath(["basebottles", id])]
+        }
+        for chunk in stride(from: 0, to: paths.count, by: 500) {
+            _ = try await server.engine.commit(database, paths[chunk..<min(paths.count, chunk + 500)].map { Write.delete($0) })
+        }
+        let baseline = Self.seconds(ContinuousClock.now - start)
+        print(
+            "baseline: one transaction per object, documents in commits of 500: \(Int((Double(names.count + paths.count) / baseline).rounded())) deletions/s (\(paths.count) documents + \(names.count) objects in \(String(format: "%.2f", baseline)) s)"
+        )
+
+        try await prepareBottles(bottles, collection: "lifebottles")
+        let rules = try LifecycleRules.parse(
+            JSON.parse(
+                #"{"batchSize": 500, "rules": [{"cascade": "lifebottles/{id}", "when": [{"field": "expiresAt", "op": "<", "value": "now"}], "storagePrefixes": ["lifebottles/{id}/"]}]}"#
+            ), source: "bench")
+        let worker = LifecycleWorker(
+            rules: rules, documents: server.engine, database: database, objects: server.objects, bucket: bucket, logger: Logger(label: "bench"))
+        start = ContinuousClock.now
+        var total = LifecycleWorker.Counts()
+        while true {
+            let counts = try await worker.pass(dryRun: false)
+            if counts.total == 0 { break }
+            total.documents += counts.documents
+            total.objects += counts.objects
+        }
+        let seconds = Self.seconds(ContinuousClock.now - start)
+        let rate = Int((Double(total.total) / seconds).rounded())
+        print("lifecycle: cascade deletes, one worker: \(rate) deletions/s (\(total.documents) documents + \(total.objects) objects in \(String(format: "%.2f", seconds)) s)")
+    }
+
+    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+
+    /// `bottles` expired bottles under `collection`, each with a chat message and an object.
+    func prepareBottles(_ bottles: Int, collection: String) async throws {
+        let database = DatabaseName(project: server.configuration.project, database: "(default)")
+        let bucket = server.configuration.defaultBucket
+        progress("preparing \(bottles) expired bottles in \(collection) with a chat message and an object each…")
         var writes: [Write] = []
         for index in 0..<bottles {
             let id = String(format: "b%06d", index)
-            writes.append(.set(ResourcePath(["lifebottles", id]), ["expiresAt": .timestamp(Timestamp(seconds: 1_600_000_000, nanos: 0))]))
-            writes.append(.set(ResourcePath(["lifebottles", id, "chat", "m1"]), ["text": .string("hi")]))
+            writes.append(.set(ResourcePath([collection, id]), ["expiresAt": .timestamp(Timestamp(seconds: 1_600_000_000, nanos: 0))]))
+            writes.append(.set(ResourcePath([collection, id, "chat", "m1"]), ["text": .string("hi")]))
             if writes.count >= 500 {
                 _ = try await server.engine.commit(database, writes)
                 writes.removeAll()
@@ -93,27 +175,9 @@ struct ApiBench {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<bottles {
                 if index >= 16 { try await group.next() }
-                group.addTask { _ = try await server.objects.put(bucket, String(format: "lifebottles/b%06d/content/image.jpg", index), [0xFF, 0xD8, 0xFF]) }
+                group.addTask { _ = try await server.objects.put(bucket, String(format: "\(collection)/b%06d/content/image.jpg", index), [0xFF, 0xD8, 0xFF]) }
             }
             try await group.waitForAll()
         }
-        let rules = try LifecycleRules.parse(
-            JSON.parse(
-                #"{"batchSize": 500, "rules": [{"cascade": "lifebottles/{id}", "when": [{"field": "expiresAt", "op": "<", "value": "now"}], "storagePrefixes": ["lifebottles/{id}/"]}]}"#
-            ), source: "bench")
-        let worker = LifecycleWorker(
-            rules: rules, documents: server.engine, database: database, objects: server.objects, bucket: bucket, logger: Logger(label: "bench"))
-        let start = ContinuousClock.now
-        var total = LifecycleWorker.Counts()
-        while true {
-            let counts = try await worker.pass(dryRun: false)
-            if counts.total == 0 { break }
-            total.documents += counts.documents
-            total.objects += counts.objects
-        }
-        let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let rate = Int((Double(total.total) / seconds).rounded())
-        print("lifecycle: cascade deletes, one worker: \(rate) deletions/s (\(total.documents) documents + \(total.objects) objects in \(String(format: "%.2f", seconds)) s)")
     }
 }

@@ -31,9 +31,12 @@ struct LifecycleCommand: AsyncParsableCommand {
             let worker = LifecycleWorker(
                 rules: rules, documents: engine, database: DatabaseName(project: project, database: "(default)"), objects: try data.openObjects(),
                 bucket: "\(project).appspot.com", existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) },
+                realtime: try await HearthServer.lifecycleDatabase(configuration, directory: data.url.path, logger: Logger(label: "hearth.lifecycle")),
                 logger: Logger(label: "hearth.lifecycle"))
             let counts = try await worker.pass(dryRun: true) { item in print(item.description) }
-            print("would delete \(counts.documents) documents and \(counts.objects) objects (one pass, at most \(rules.batchSize) matches per rule)")
+            print(
+                "would delete \(counts.documents) documents, \(counts.objects) objects and \(counts.databasePaths) database paths (one pass, at most \(rules.batchSize) matches per rule)"
+            )
         }
     }
 }

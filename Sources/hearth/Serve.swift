@@ -101,7 +101,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("api-port"), help: "App API port (file registry, App Check, /openapi.json, /healthz); 0 picks a free port. (default: 8000, or firebase.json's emulators.api.port)")
     var apiPort: Int?
 
-    @Option(name: .customLong("api-config"), help: "JSON file with the file registry's settings: bucket, maxUploadBytes, contentTypes, strictUploads, presignExpiresSeconds, pendingTimeoutSeconds, sweepIntervalSeconds, s3PublicURL (env HEARTH_API_CONFIG; see docs/app-backend.md). The presigning key comes from HEARTH_API_S3_ACCESS_KEY_ID and HEARTH_API_S3_SECRET_ACCESS_KEY, else the server makes its own.")
+    @Option(name: .customLong("api-config"), help: "JSON file with the file registry's settings: bucket, maxUploadBytes, contentTypes, strictUploads, presignExpiresSeconds, pendingTimeoutSeconds, sweepIntervalSeconds, s3PublicURL, externalS3 {endpoint, bucket} (env HEARTH_API_CONFIG; see docs/app-backend.md). The presigning key comes from HEARTH_API_S3_ACCESS_KEY_ID and HEARTH_API_S3_SECRET_ACCESS_KEY (required with externalS3), else the server makes its own.")
     var apiConfig: String?
 
     @Option(name: .customLong("lifecycle"), help: "Lifecycle rules (cascade deletes, TTL, storage expiry) for the worker inside the server (env HEARTH_LIFECYCLE; default: firebase.json's hearth.lifecycle; see docs/app-backend.md; dry run: hearth lifecycle plan).")

@@ -57,6 +57,30 @@ struct Harness {
         await expectAuthError(.userDisabled) { try await e.refresh(s.refreshToken) }
     }
 
+    @Test(arguments: Backend.allCases)
+    func deletionsAreReportedAfterTheyCommit(_ backend: Backend) async throws {
+        let h = try Harness(backend)
+        let e = h.engine
+        let deletions = e.accountDeletions.subscribe()
+        #expect(e.accountDeletions.subscriberCount == 1)
+        for i in 0..<4 { _ = try await e.createAccount(NewAccount(uid: "u\(i)")) }
+        try await e.deleteAccount(uid: "u0")
+        await expectAuthError(.userNotFound) { try await e.deleteAccount(uid: "u0") }  // nothing reported
+        _ = try await e.updateAccount(uid: "u2", AccountUpdate(disabled: true))
+        // Only the deleted ones: u1 is enabled (not forced), "missing" does not exist.
+        #expect(try await e.deleteAccounts(uids: ["u1", "u2", "missing"], force: false).map(\.uid) == ["u1"])
+        let session = try await e.signUp(email: "self@example.com", password: "secret1")
+        try await e.deleteAccount(idToken: session.idToken)
+        var iterator = deletions.makeAsyncIterator()
+        #expect(await iterator.next() == ["u0"])
+        #expect(await iterator.next() == ["u2"])
+        #expect(await iterator.next() == [session.account.uid])
+        // A subscriber that stops listening is forgotten.
+        iterator = AsyncStream<[String]> { $0.finish() }.makeAsyncIterator()
+        _ = consume deletions
+        #expect(e.accountDeletions.subscriberCount == 0)
+    }
+
     @Test func enumerationProtectionCollapsesErrors() async throws {
         let h = try Harness(.memory, configuration: .init(passwordHashing: .testing, emailEnumerationProtection: true))
         _ = try await h.engine.signUp(email: "a@example.com", password: "secret1")

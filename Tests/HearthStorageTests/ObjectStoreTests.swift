@@ -133,6 +133,29 @@ struct ObjectStoreTests {
         try await t.store.deleteBucket("b-2")
     }
 
+    @Test func deleteManyIsOneTransactionAndIdempotent() async throws {
+        let t = try TempStore()
+        try await t.store.createBucket("bkt")
+        for i in 0..<50 { _ = try await t.store.put("bkt", "x/\(i)", Array("o\(i)".utf8)) }
+        // A copy shares its source's bytes: deleting both in one batch frees the blob once,
+        // deleting only the source frees nothing.
+        _ = try await t.store.copy(from: ("bkt", "x/0"), to: ("bkt", "keep"))
+        _ = try await t.store.copy(from: ("bkt", "x/1"), to: ("bkt", "y/copy-of-1"))
+        #expect(try await t.store.object("bkt", "x/2") != nil)  // cached row, must be forgotten
+        let deleted = try await t.store.deleteMany("bkt", (0..<50).map { "x/\($0)" } + ["y/copy-of-1", "missing", "x/3"])
+        #expect(deleted.count == 51)
+        #expect(Set(deleted) == Set((0..<50).map { "x/\($0)" } + ["y/copy-of-1"]))
+        #expect(try await t.store.object("bkt", "x/2") == nil)
+        await t.store.settleReclaims()
+        #expect(t.files("blobs").count == 1)  // "keep"'s bytes stay
+        let keep = try #require(try await t.store.object("bkt", "keep"))
+        #expect(try await t.store.bytes(keep) == Array("o0".utf8))
+        // Again: nothing left to delete, no error.
+        #expect(try await t.store.deleteMany("bkt", ["x/1", "x/2"]).isEmpty)
+        #expect(try await t.store.deleteMany("bkt", []).isEmpty)
+        await #expect(throws: HearthError.self) { try await t.store.deleteMany("no-such", ["a"]) }
+    }
+
     @Test func abortedAndAbandonedUploadsLeaveNothing() async throws {
         let t = try TempStore()
         try await t.store.createBucket("b-1")

@@ -42,6 +42,8 @@ struct SigV4Tests {
 
     @Test func amzDatesRoundTrip() {
         #expect(SigV4.formatAmzDate(1_369_353_600) == "20130524T000000Z")
+        #expect(SigV4.formatAmzDate(1_700_000_000) == "20231114T221320Z")
+        #expect(SigV4.formatAmzDate(951_782_399) == "20000228T235959Z")
         #expect(SigV4.parseAmzDate("20130524T000000Z") == 1_369_353_600)
         #expect(SigV4.parseAmzDate("2013-05-24T00:00:00Z") == nil)
     }

@@ -314,3 +314,67 @@ def test_enforced_on_firestore_and_storage(tmp_path_factory):
         assert r.status_code == 200, r.text
     finally:
         s.stop()
+
+
+def test_enforced_on_auth_and_database(tmp_path_factory):
+    """`auth` and `database` enforcement: Identity Toolkit operations refuse a missing, tampered,
+    expired or replayed (limited-use, second request) token with Firebase Auth's 401
+    FIREBASE_APP_CHECK_TOKEN_IS_INVALID; the Realtime Database REST API with its 401
+    {"error": "Permission denied"}. Admin credentials pass."""
+    rules_dir = tmp_path_factory.mktemp("appcheck-db-rules")
+    (rules_dir / "database.rules.json").write_text(json.dumps({"rules": {".read": "auth != null", ".write": "auth != null"}}))
+    s = start_api_server(
+        tmp_path_factory, "api-appcheck-auth-db", {"appCheck": {"enforcement": {"auth": "enforce", "database": "enforce"}}},
+        extra_args=("--database-rules", str(rules_dir / "database.rules.json")), service_account=True)
+    try:
+        admin_cli(s, "apps", "add", APP)
+        admin_cli(s, "debug-tokens", "add", "--app", APP, DEBUG_SECRET)
+        token = exchange_debug(s).json()["token"]
+        header, payload, signature = token.split(".")
+        claims = jwt.decode(token, options={"verify_signature": False})
+        tampered = header + "." + base64.urlsafe_b64encode(json.dumps({**claims, "sub": OTHER_APP}).encode()).rstrip(b"=").decode() + "." + signature
+        key, kid = app_check_key(s)
+        now = int(time.time())
+        expired = jwt.encode({**claims, "iat": now - 7200, "exp": now - 3600}, key, algorithm="RS256", headers={"kid": kid, "typ": "JWT"})
+
+        sign_up = f"{s.auth_base}/identitytoolkit.googleapis.com/v1/accounts:signUp?key=fake-api-key"
+
+        def signup(extra):
+            return requests.post(sign_up, json={"email": f"ac-{uuid.uuid4().hex[:8]}@example.com", "password": "secret-pass-1",
+                                                "returnSecureToken": True}, headers=extra, timeout=30)
+
+        for extra in ({}, {"X-Firebase-AppCheck": PLACEHOLDER}, {"X-Firebase-AppCheck": tampered}, {"X-Firebase-AppCheck": expired}):
+            r = signup(extra)
+            assert r.status_code == 401, r.text
+            assert r.json()["error"]["message"] == "FIREBASE_APP_CHECK_TOKEN_IS_INVALID" and r.json()["error"]["status"] == "UNAUTHENTICATED"
+        ok = signup({"X-Firebase-AppCheck": token})
+        assert ok.status_code == 200, ok.text
+        id_token = ok.json()["idToken"]
+        # A limited-use token is good for one request: the replay is refused.
+        limited = exchange_debug(s, limited_use=True).json()["token"]
+        assert signup({"X-Firebase-AppCheck": limited}).status_code == 200
+        replay = signup({"X-Firebase-AppCheck": limited})
+        assert replay.status_code == 401 and replay.json()["error"]["message"] == "FIREBASE_APP_CHECK_TOKEN_IS_INVALID"
+        # Admin credentials pass without a token.
+        admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        r = requests.post(f"{s.auth_base}/identitytoolkit.googleapis.com/v1/projects/{PROJECT}/accounts", headers=admin,
+                          json={"email": f"admin-{uuid.uuid4().hex[:8]}@example.com"}, timeout=30)
+        assert r.status_code == 200, r.text
+
+        db = f"http://127.0.0.1:{s.ports['database']}/things/t1.json"
+        for extra in ({}, {"X-Firebase-AppCheck": PLACEHOLDER}, {"X-Firebase-AppCheck": tampered}, {"X-Firebase-AppCheck": expired}):
+            r = requests.put(db, params={"auth": id_token}, json={"n": 1}, headers=extra, timeout=30)
+            assert r.status_code == 401 and r.json() == {"error": "Permission denied"}, r.text
+            r = requests.get(db, params={"auth": id_token}, headers=extra, timeout=30)
+            assert r.status_code == 401, r.text
+        r = requests.put(db, params={"auth": id_token}, json={"n": 1}, headers={"X-Firebase-AppCheck": token}, timeout=30)
+        assert r.status_code == 200, r.text
+        limited = exchange_debug(s, limited_use=True).json()["token"]
+        assert requests.get(db, params={"auth": id_token}, headers={"X-Firebase-AppCheck": limited}, timeout=30).json() == {"n": 1}
+        assert requests.get(db, params={"auth": id_token}, headers={"X-Firebase-AppCheck": limited}, timeout=30).status_code == 401
+        # The admin credential passes without a token.
+        assert requests.get(db, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30).json() == {"n": 1}
+        metrics = requests.get(f"{s.api_base}/metrics", timeout=30).text
+        assert 'service="auth"' in metrics and 'service="database"' in metrics
+    finally:
+        s.stop()

@@ -20,6 +20,9 @@ from conftest import HearthServer, TARGET
 pytestmark = pytest.mark.hearth_only("the external blob backend is a Hearth feature")
 
 
+MOTO_LOG: dict = {}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -31,7 +34,8 @@ def moto(tmp_path_factory):
     if TARGET != "hearth":
         pytest.skip("Hearth only")
     port = free_port()
-    log = open(tmp_path_factory.mktemp("moto") / "moto.log", "wb")
+    MOTO_LOG["path"] = tmp_path_factory.mktemp("moto") / "moto.log"
+    log = open(MOTO_LOG["path"], "wb")
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -124,3 +128,28 @@ def test_s3_api_and_multipart_over_the_external_bucket(backend):
     s3.delete_object(Bucket=bucket, Key="k")
     s3.delete_bucket(Bucket=bucket)
     assert eventually(lambda: remote_keys(remote) == [])
+
+
+def test_batch_delete_frees_external_bytes_in_batches(backend):
+    """S3 DeleteObjects on Hearth deletes the rows in one transaction; the freed bytes go to the
+    external bucket as DeleteObjects batches (moto's log shows POST ?delete), and a copy's
+    shared bytes stay."""
+    srv, remote = backend
+    s3 = boto3.client("s3", endpoint_url=srv.s3_base, region_name="us-east-1", aws_access_key_id="any",
+                      aws_secret_access_key="any", config=Config(s3={"addressing_style": "path"}))
+    bucket = f"b-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    before = set(remote_keys(remote))
+    for i in range(30):
+        s3.put_object(Bucket=bucket, Key=f"many/{i}", Body=f"body {i}".encode())
+    s3.copy_object(Bucket=bucket, Key="kept", CopySource={"Bucket": bucket, "Key": "many/0"})
+    assert len(set(remote_keys(remote)) - before) == 30
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": f"many/{i}"} for i in range(30)] + [{"Key": "never-existed"}]})
+    assert len(r["Deleted"]) == 31 and not r.get("Errors")
+    assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 1
+    assert eventually(lambda: len(set(remote_keys(remote)) - before) == 1), "the freed bytes leave the external bucket"
+    assert s3.get_object(Bucket=bucket, Key="kept")["Body"].read() == b"body 0"
+    assert "POST /hearth-blobs?delete" in MOTO_LOG["path"].read_text(errors="replace")
+    s3.delete_object(Bucket=bucket, Key="kept")
+    s3.delete_bucket(Bucket=bucket)
+    assert eventually(lambda: set(remote_keys(remote)) == before)

@@ -304,6 +304,7 @@ extension AuthEngine {
             guard try w.account(uid: uid) != nil else { throw AuthErrorCode.userNotFound.error() }
             try w.deleteAccount(uid: uid)
         }
+        accountDeletions.publish([uid])
     }
 
     /// `accounts:delete` by the signed-in user (needs a recent sign-in unless anonymous).
@@ -317,8 +318,9 @@ extension AuthEngine {
     /// `accounts:batchDelete` (≤ 1,000): missing uids are skipped; enabled accounts fail unless `force`.
     public func deleteAccounts(uids: [String], force: Bool) async throws -> [BatchItemError] {
         guard uids.count <= 1000 else { throw HearthError.invalidArgument("Too many localIds: at most 1000 per call.") }
-        return try await store.write { w in
+        let (errors, deleted) = try await store.write { w in
             var errors: [BatchItemError] = []
+            var deleted: [String] = []
             for (i, uid) in uids.enumerated() {
                 guard let a = try w.account(uid: uid) else { continue }
                 if !force && !a.disabled {
@@ -326,9 +328,12 @@ extension AuthEngine {
                     continue
                 }
                 try w.deleteAccount(uid: uid)
+                deleted.append(uid)
             }
-            return errors
+            return (errors, deleted)
         }
+        accountDeletions.publish(deleted)
+        return errors
     }
 
     /// Emulator: `DELETE /emulator/v1/projects/{p}/accounts`.

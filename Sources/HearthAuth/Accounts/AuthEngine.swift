@@ -53,6 +53,8 @@ public final class AuthEngine: Sendable {
     public let tokens: TokenService
     public let configuration: Configuration
     public let clock: AuthClock
+    /// Accounts deleted through this engine, once each deletion committed.
+    public let accountDeletions = AccountDeletionFeed()
     let enumerationProtection: Mutex<Bool>
     let accountFailures: AttemptLimiter
     let addressAttempts: AttemptLimiter

@@ -70,10 +70,55 @@ public struct LifecycleRules: Sendable, Equatable {
         public var value: Value?
     }
 
+    /// A Realtime Database path with `{variable}` keys: `/bottles/{bottleId}`. Written in rules
+    /// files as such in `database` lists, and as `database:/bottles/{bottleId}` where a cascade
+    /// matches database nodes instead of documents.
+    public struct DatabasePattern: Sendable, Equatable, CustomStringConvertible {
+        public var segments: [Pattern.Segment]
+
+        public init(parsing text: String) throws(HearthError) {
+            guard text.hasPrefix("/"), text.count > 1 else { throw .invalidArgument("Database path \(text) must start with / and name a node.") }
+            segments = try text.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map { (part) throws(HearthError) -> Pattern.Segment in
+                let part = String(part)
+                if part.hasPrefix("{") && part.hasSuffix("}") && part.count > 2 { return .variable(String(part.dropFirst().dropLast())) }
+                guard !part.isEmpty, !part.contains("{"), !part.contains("}"),
+                    !part.contains(where: { ".$#[]".contains($0) || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true })
+                else { throw .invalidArgument("Database path \(text): bad key \(part).") }
+                return .literal(part)
+            }
+        }
+
+        /// The keys with variables substituted; nil if one is unknown or its value could not be
+        /// a database key (so a value can never point elsewhere in the tree).
+        public func expand(_ bound: [String: String]) -> [String]? {
+            var keys: [String] = []
+            for segment in segments {
+                switch segment {
+                case .literal(let key): keys.append(key)
+                case .variable(let name):
+                    guard let value = bound[name], !value.isEmpty, value.utf8.count <= 768,
+                        !value.contains(where: { "/.$#[]".contains($0) || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true })
+                    else { return nil }
+                    keys.append(value)
+                }
+            }
+            return keys
+        }
+
+        public var description: String {
+            "/" + segments.map { if case .literal(let l) = $0 { l } else if case .variable(let v) = $0 { "{\(v)}" } else { "" } }.joined(separator: "/")
+        }
+    }
+
     public enum Rule: Sendable, Equatable {
-        /// Documents matching `pattern` that meet any condition: their storage prefixes, their
-        /// subcollections and themselves are deleted.
-        case cascade(pattern: Pattern, when: [Condition], storagePrefixes: [String])
+        /// Documents matching `pattern` that meet any condition: their storage prefixes, the
+        /// listed database paths, their subcollections and themselves are deleted.
+        case cascade(pattern: Pattern, when: [Condition], storagePrefixes: [String], database: [DatabasePattern] = [])
+        /// Realtime Database nodes matching `pattern` (literal keys, the last one a variable:
+        /// `/bottles/{bottleId}`) whose child fields meet any condition: their storage
+        /// prefixes, the listed documents (with subcollections), the listed database paths,
+        /// then the node itself are deleted.
+        case databaseCascade(pattern: DatabasePattern, when: [Condition], storagePrefixes: [String], documents: [String] = [], database: [DatabasePattern] = [])
         /// Documents whose `field` (a timestamp) is in the past are deleted (Firestore TTL).
         case ttl(pattern: Pattern, field: FieldPath)
         /// Objects under `prefix` older than `maxAgeSeconds` are deleted.
@@ -81,7 +126,7 @@ public struct LifecycleRules: Sendable, Equatable {
         /// For documents matching `pattern` whose last variable names a uid without an account
         /// (deleted): the listed documents (with their subcollections) and storage objects (a
         /// name ending in `/` is a prefix) are deleted.
-        case onAccountDeletion(pattern: Pattern, documents: [String], storage: [String])
+        case onAccountDeletion(pattern: Pattern, documents: [String], storage: [String], database: [DatabasePattern] = [])
     }
 
     public var rules: [Rule]
@@ -135,6 +180,14 @@ public struct LifecycleRules: Sendable, Equatable {
         guard let rules = json["rules"]?.arrayValue else { throw .invalidArgument("\(source): rules must be a list.") }
         for (index, rule) in rules.enumerated() {
             let at = "\(source): rules[\(index)]"
+            var databasePaths: [DatabasePattern] = []
+            if let list = rule["database"] {
+                guard let items = list.arrayValue else { throw .invalidArgument("\(at): database must be a list of paths.") }
+                for item in items {
+                    guard let text = item.stringValue else { throw .invalidArgument("\(at): database must be a list of paths.") }
+                    do { databasePaths.append(try DatabasePattern(parsing: text)) } catch { throw .invalidArgument("\(at): \(error.message)") }
+                }
+            }
             if let pattern = rule["cascade"]?.stringValue {
                 guard let when = rule["when"]?.arrayValue, !when.isEmpty else { throw .invalidArgument("\(at): cascade needs when: [conditions].") }
                 var conditions: [Condition] = []
@@ -153,22 +206,32 @@ public struct LifecycleRules: Sendable, Equatable {
                     conditions.append(Condition(field: try FieldPath(parsing: field), op: op, value: parsed))
                 }
                 let prefixes = rule["storagePrefixes"]?.arrayValue?.compactMap(\.stringValue) ?? []
-                out.rules.append(.cascade(pattern: try Pattern(parsing: pattern), when: conditions, storagePrefixes: prefixes))
+                if pattern.hasPrefix("database:") {
+                    let parsed = try DatabasePattern(parsing: String(pattern.dropFirst("database:".count)))
+                    guard case .variable? = parsed.segments.last, parsed.segments.dropLast().allSatisfy({ if case .literal = $0 { true } else { false } })
+                    else { throw .invalidArgument("\(at): a database cascade's path is literal keys and then one variable, e.g. database:/bottles/{bottleId}.") }
+                    let documents = rule["documents"]?.arrayValue?.compactMap(\.stringValue) ?? []
+                    for document in documents { _ = try Pattern(parsing: document.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")) }
+                    out.rules.append(
+                        .databaseCascade(pattern: parsed, when: conditions, storagePrefixes: prefixes, documents: documents, database: databasePaths))
+                } else {
+                    out.rules.append(.cascade(pattern: try Pattern(parsing: pattern), when: conditions, storagePrefixes: prefixes, database: databasePaths))
+                }
             } else if let pattern = rule["ttl"]?.stringValue {
                 guard let field = rule["field"]?.stringValue else { throw .invalidArgument("\(at): ttl needs field.") }
                 out.rules.append(.ttl(pattern: try Pattern(parsing: pattern), field: try FieldPath(parsing: field)))
             } else if let pattern = rule["onAccountDeletion"]?.stringValue {
                 let documents = rule["documents"]?.arrayValue?.compactMap(\.stringValue) ?? []
                 let storage = rule["storage"]?.arrayValue?.compactMap(\.stringValue) ?? []
-                guard !documents.isEmpty || !storage.isEmpty else {
-                    throw .invalidArgument("\(at): onAccountDeletion needs documents and/or storage paths.")
+                guard !documents.isEmpty || !storage.isEmpty || !databasePaths.isEmpty else {
+                    throw .invalidArgument("\(at): onAccountDeletion needs documents, storage and/or database paths.")
                 }
                 let parsed = try Pattern(parsing: pattern)
                 guard case .variable? = parsed.segments.last else {
                     throw .invalidArgument("\(at): onAccountDeletion's pattern must end in the uid variable, e.g. users/{uid}.")
                 }
                 for document in documents { _ = try Pattern(parsing: document.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")) }
-                out.rules.append(.onAccountDeletion(pattern: parsed, documents: documents, storage: storage))
+                out.rules.append(.onAccountDeletion(pattern: parsed, documents: documents, storage: storage, database: databasePaths))
             } else if let prefix = rule["storageAge"]?.stringValue {
                 out.rules.append(.storageAge(prefix: prefix, maxAgeSeconds: try int("maxAgeSeconds", rule["maxAgeSeconds"], 1...(3650 * 86400), 0)))
                 if case .storageAge(_, 0)? = out.rules.last { throw .invalidArgument("\(at): storageAge needs maxAgeSeconds.") }

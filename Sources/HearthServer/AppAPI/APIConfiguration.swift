@@ -23,6 +23,10 @@ public struct APIConfiguration: Sendable {
     public var s3Region: String = "us-east-1"
     public var s3AccessKeyID: String?
     public var s3SecretAccessKey: String?
+    /// An external S3 bucket the registry's objects live in (`externalS3`: `endpoint`, path-style,
+    /// and `bucket`): presigned URLs point at it and `complete` checks objects there. Signed
+    /// with `HEARTH_API_S3_ACCESS_KEY_ID`/`HEARTH_API_S3_SECRET_ACCESS_KEY` (required then).
+    public var externalS3: (endpoint: URL, bucket: String)?
     /// How often unfinished uploads are looked for.
     public var sweepIntervalSeconds: Int = 60
     /// App Check: the project number in tokens (nil = derived from the project id).
@@ -85,6 +89,14 @@ public struct APIConfiguration: Sendable {
                 }
                 out.s3PublicURL = url
             case "s3Region": out.s3Region = try string(key, value)
+            case "externalS3":
+                guard let settings = value.objectValue, Set(settings.map(\.0)) == ["endpoint", "bucket"],
+                    let text = value["endpoint"]?.stringValue, let endpoint = URL(string: text), ["http", "https"].contains(endpoint.scheme ?? ""),
+                    endpoint.host != nil, let bucket = value["bucket"]?.stringValue, !bucket.isEmpty, !bucket.contains("/")
+                else {
+                    throw HearthError.invalidArgument("\(source): externalS3 must be {\"endpoint\": \"http(s)://host[:port]\", \"bucket\": \"name\"}.")
+                }
+                out.externalS3 = (endpoint, bucket)
             case "appCheck":
                 guard let settings = value.objectValue else { throw HearthError.invalidArgument("\(source): appCheck must be an object.") }
                 for (name, setting) in settings {
@@ -101,9 +113,9 @@ public struct APIConfiguration: Sendable {
                             throw HearthError.invalidArgument("\(source): appCheck.enforcement must map services to off, monitor or enforce.")
                         }
                         for (service, mode) in modes {
-                            guard ["api", "firestore", "storage"].contains(service), let text = mode.stringValue, let parsed = AppCheckMode(rawValue: text) else {
+                            guard ["api", "firestore", "storage", "auth", "database"].contains(service), let text = mode.stringValue, let parsed = AppCheckMode(rawValue: text) else {
                                 throw HearthError.invalidArgument(
-                                    "\(source): appCheck.enforcement.\(service) must be off, monitor or enforce (services: api, firestore, storage).")
+                                    "\(source): appCheck.enforcement.\(service) must be off, monitor or enforce (services: api, firestore, storage, auth, database).")
                             }
                             out.appCheckEnforcement[service] = parsed
                         }

@@ -20,15 +20,21 @@ public struct AppAPIResponder: HTTPResponder {
     let appCheck: AppCheckEngine
     /// App Check on the file routes (`X-Firebase-AppCheck`), per the configured mode.
     let appCheckGate: AppCheckGate
+    /// The lifecycle worker's totals, when it runs (`/metrics`).
+    let lifecycleMetrics: LifecycleMetrics?
     let logger: Logger
     static let maxBody = 64 * 1024
     static let defaultPageSize = 50
 
-    public init(registry: FileRegistry, authenticator: Authenticator, appCheck: AppCheckEngine, appCheckGate: AppCheckGate, logger: Logger) {
+    public init(
+        registry: FileRegistry, authenticator: Authenticator, appCheck: AppCheckEngine, appCheckGate: AppCheckGate,
+        lifecycleMetrics: LifecycleMetrics? = nil, logger: Logger
+    ) {
         self.registry = registry
         self.authenticator = authenticator
         self.appCheck = appCheck
         self.appCheckGate = appCheckGate
+        self.lifecycleMetrics = lifecycleMetrics
         self.logger = logger
     }
 
@@ -125,6 +131,15 @@ public struct AppAPIResponder: HTTPResponder {
                 for (outcome, value) in [("verified", counts.verified), ("missing", counts.missing), ("invalid", counts.invalid)] {
                     lines.append("hearth_app_check_requests_total{service=\"\(gate.service)\",mode=\"\(gate.mode.rawValue)\",outcome=\"\(outcome)\"} \(value)")
                 }
+            }
+            if let totals = lifecycleMetrics?.snapshot {
+                lines += [
+                    "# HELP hearth_lifecycle_deleted_total What the lifecycle worker deleted, by kind.",
+                    "# TYPE hearth_lifecycle_deleted_total counter",
+                    "hearth_lifecycle_deleted_total{kind=\"document\"} \(totals.documents)",
+                    "hearth_lifecycle_deleted_total{kind=\"object\"} \(totals.objects)",
+                    "hearth_lifecycle_deleted_total{kind=\"database\"} \(totals.databasePaths)",
+                ]
             }
             var buffer = ByteBufferAllocator().buffer(capacity: 512)
             buffer.writeString(lines.joined(separator: "\n") + "\n")

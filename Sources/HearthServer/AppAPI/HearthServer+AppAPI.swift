@@ -13,15 +13,36 @@ extension HearthServer {
     /// The api port's listener and the service that expires unfinished uploads.
     func appAPIServices(authenticator: Authenticator, appCheck: AppCheckEngine, ready: ReadyFile) async throws -> [any Service] {
         let api = configuration.api
-        let bucket = api.bucket ?? configuration.defaultBucket
-        try await objects.createBucket(bucket, ifMissing: true)
-        let credentials = try await presignCredentials(bucket: bucket)
+        let bucket: String
+        let credentials: (id: String, secret: String)
+        let publicURL: URL?
+        let fileObjects: any FileObjects
+        if let external = api.externalS3 {
+            // Objects in an external S3 bucket: URLs presigned for it, objects checked there.
+            guard let id = api.s3AccessKeyID, let secret = api.s3SecretAccessKey else {
+                throw HearthError(
+                    .failedPrecondition, "externalS3 needs HEARTH_API_S3_ACCESS_KEY_ID and HEARTH_API_S3_SECRET_ACCESS_KEY in the environment.")
+            }
+            bucket = external.bucket
+            credentials = (id, secret)
+            publicURL = external.endpoint
+            let spool = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("api-s3-spool")
+            fileObjects = ExternalS3FileObjects(
+                client: try S3BlobStore(
+                    configuration: .init(endpoint: external.endpoint, region: api.s3Region, bucket: external.bucket, accessKeyID: id, secretAccessKey: secret),
+                    spool: spool))
+        } else {
+            bucket = api.bucket ?? configuration.defaultBucket
+            try await objects.createBucket(bucket, ifMissing: true)
+            credentials = try await presignCredentials(bucket: bucket)
+            publicURL = api.s3PublicURL
+            fileObjects = objects
+        }
         let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
         let scheme = configuration.scheme
-        let publicURL = api.s3PublicURL
         let region = api.s3Region
         let registry = FileRegistry(
-            documents: engine, database: DatabaseName(project: configuration.project, database: "(default)"), objects: objects,
+            documents: engine, database: DatabaseName(project: configuration.project, database: "(default)"), objects: fileObjects,
             bucket: bucket, policy: api.policy,
             presigner: { [ready] in
                 let endpoint: URL
@@ -39,16 +60,22 @@ extension HearthServer {
         try await registry.declareIndexes()
         let gate = AppCheckGate(service: "api", mode: api.appCheckEnforcement["api"] ?? .off, engine: appCheck, logger: logger)
         var lifecycle: [any Service] = []
+        var lifecycleMetrics: LifecycleMetrics?
         if let rules = configuration.lifecycle {
             let auth = auth
             let worker = LifecycleWorker(
                 rules: rules, documents: engine, database: registry.database, objects: objects, bucket: configuration.defaultBucket,
-                existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) }, logger: logger)
-            lifecycle.append(LifecycleService(worker: worker))
+                existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) },
+                realtime: DatabaseLifecycleAdapter(engine: database, project: configuration.project), logger: logger)
+            lifecycle.append(LifecycleService(worker: worker, accountDeletions: auth.accountDeletions.subscribe()))
+            lifecycleMetrics = worker.metrics
         }
         return lifecycle + [
             listener(
-                "api", AppAPIResponder(registry: registry, authenticator: authenticator, appCheck: appCheck, appCheckGate: gate, logger: logger),
+                "api",
+                AppAPIResponder(
+                    registry: registry, authenticator: authenticator, appCheck: appCheck, appCheckGate: gate, lifecycleMetrics: lifecycleMetrics,
+                    logger: logger),
                 ready),
             PendingUploadSweeper(registry: registry, interval: .seconds(api.sweepIntervalSeconds)),
         ]
@@ -72,10 +99,11 @@ extension HearthServer {
         try GRDBAppCheckStore.open(path: directory.appendingPathComponent("app-check.sqlite").path)
     }
 
-    /// App Check for the other services' transports, by configuration (`firestore`, `storage`).
+    /// App Check for the other services' transports, by configuration (`firestore`, `storage`,
+    /// `auth`, `database`).
     func appCheckGates(_ engine: AppCheckEngine) -> [String: AppCheckGate] {
         var gates: [String: AppCheckGate] = [:]
-        for service in ["firestore", "storage"] {
+        for service in ["firestore", "storage", "auth", "database"] {
             if let mode = configuration.api.appCheckEnforcement[service], mode != .off {
                 gates[service] = AppCheckGate(service: service, mode: mode, engine: engine, logger: logger)
             }

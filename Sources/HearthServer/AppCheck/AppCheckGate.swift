@@ -56,6 +56,11 @@ public final class AppCheckGate: Sendable {
         }
         do {
             let verified = try await engine.verify(token)
+            // Replay protection: a limited-use token is good for one request at any gate (its
+            // `jti` is consumed, as `verifyAppCheckToken` consumes it); a replay is invalid.
+            if verified.isLimitedUse, try await engine.consume(verified: verified) {
+                throw AppCheckError(.invalidToken, "The limited-use App Check token was already used.")
+            }
             counts.withLock { $0.verified += 1 }
             return .allow(appID: verified.appID)
         } catch {
@@ -66,4 +71,10 @@ public final class AppCheckGate: Sendable {
             return mode == .enforce ? .invalid : .allow(appID: nil)
         }
     }
+}
+
+/// A request refused on App Check: the cause a transport attaches to its own protocol's error.
+public struct AppCheckRefused: Error, Sendable, CustomStringConvertible {
+    public var outcome: AppCheckGate.Outcome
+    public var description: String { outcome == .missing ? "App Check: no token" : "App Check: invalid token" }
 }

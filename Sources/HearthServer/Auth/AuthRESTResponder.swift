@@ -172,6 +172,7 @@ public struct AuthRESTResponder: HTTPResponder {
     /// One Identity Toolkit operation (v1 name), by method and body.
     func operation(_ op: String, project: String?, _ request: inout Request) async throws -> Response {
         try checkProject(project)
+        try await checkAppCheck(request)
         if op == "batchGet" && request.method == .get {
             let query = Dictionary(try HTTPSupport.queryParameters(request.uri.query), uniquingKeysWith: { a, _ in a })
             return try await batchGet(maxResults: query["maxResults"], pageToken: query["nextPageToken"], request)
@@ -219,6 +220,17 @@ public struct AuthRESTResponder: HTTPResponder {
         guard await isAdmin(request) else {
             throw AuthErrorCode.insufficientPermission.error("This operation needs an admin credential.")
         }
+    }
+
+    /// App Check on the Identity Toolkit operations (`appCheck.enforcement.auth`): a request
+    /// without a valid `X-Firebase-AppCheck` token is refused as Firebase Auth refuses it — 401
+    /// `FIREBASE_APP_CHECK_TOKEN_IS_INVALID` (the JS SDK's `auth/firebase-app-check-token-is-invalid`).
+    /// Admin credentials pass; the token, key and emulator endpoints are not gated.
+    func checkAppCheck(_ request: Request) async throws {
+        guard let gate = authenticator.appCheckGates["auth"], gate.mode != .off else { return }
+        let refusal = await authenticator.appCheckRefusal(
+            "auth", token: request.headers[AppAPIResponder.appCheckHeader], isAdmin: await isAdmin(request))
+        if refusal != nil { throw HearthError(.unauthenticated, "FIREBASE_APP_CHECK_TOKEN_IS_INVALID") }
     }
 
     /// The client's address for the per-address sign-in limit.

@@ -198,6 +198,13 @@ public struct DatabaseRESTResponder: HTTPResponder {
     /// admin acting as that `auth` (or as nobody); a user's `auth` is `{uid, provider, token}`.
     func authContext(_ request: Request, _ parsed: DatabaseRESTRequest) async throws -> DatabaseAuthContext {
         let identity = try await identity(request, parsed)
+        // App Check (`appCheck.enforcement.database`, the `X-Firebase-AppCheck` header): refused
+        // as a rules denial is, 401 "Permission denied"; admin credentials pass.
+        if let refusal = await authenticator.appCheckRefusal(
+            "database", token: request.headers[AppAPIResponder.appCheckHeader], isAdmin: identity.isAdmin)
+        {
+            throw DatabaseError(.permissionDenied, "Permission denied", cause: AppCheckRefused(outcome: refusal))
+        }
         switch identity.kind {
         case .admin:
             guard let override = parsed.authOverride else { return .admin }

@@ -19,7 +19,7 @@ public struct Authenticator: Sendable {
     public var tokens: TokenService?
     /// Checks a service account's OAuth2 access token; returns the account's email when valid.
     public var accessTokens: (@Sendable (String) async -> String?)?
-    /// App Check per service (`firestore`, `storage`), checked by ``checkAppCheck(_:token:identity:)``.
+    /// App Check per service (`firestore`, `storage`, `auth`, `database`), checked by ``checkAppCheck(_:token:identity:)``.
     public var appCheckGates: [String: AppCheckGate] = [:]
     /// The web console's per-process credential for its proxy (never leaves the process).
     var consoleToken: String?
@@ -86,11 +86,21 @@ public struct Authenticator: Sendable {
     /// or the caller is an admin (privileged credentials pass, as on Firebase); otherwise a
     /// missing or invalid token is PERMISSION_DENIED, which each transport renders in its own way.
     public func checkAppCheck(_ service: String, token: String?, identity: Identity) async throws(HearthError) {
-        guard let gate = appCheckGates[service], gate.mode != .off, !identity.isAdmin else { return }
+        switch await appCheckRefusal(service, token: token, isAdmin: identity.isAdmin) {
+        case nil, .allow?: return
+        case .missing?: throw HearthError(.permissionDenied, "Missing or insufficient permissions. (App Check: no token)")
+        case .invalid?: throw HearthError(.permissionDenied, "Missing or insufficient permissions. (App Check: invalid token)")
+        }
+    }
+
+    /// Why App Check refuses a request to `service` carrying `token`, or nil to let it through
+    /// (mode off or monitor, an admin caller, or a valid token). For transports that render the
+    /// refusal themselves (the auth port, the Realtime Database).
+    public func appCheckRefusal(_ service: String, token: String?, isAdmin: Bool) async -> AppCheckGate.Outcome? {
+        guard let gate = appCheckGates[service], gate.mode != .off, !isAdmin else { return nil }
         switch await gate.check(token) {
-        case .allow: return
-        case .missing: throw HearthError(.permissionDenied, "Missing or insufficient permissions. (App Check: no token)")
-        case .invalid: throw HearthError(.permissionDenied, "Missing or insufficient permissions. (App Check: invalid token)")
+        case .allow: return nil
+        case let refusal: return refusal
         }
     }
 

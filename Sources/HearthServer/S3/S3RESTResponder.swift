@@ -169,17 +169,11 @@ public struct S3RESTResponder: HTTPResponder {
         guard !keys.isEmpty, keys.count <= 1000 else { throw S3Error.named("MalformedXML", "The request must name 1 to 1000 objects.") }
         let quiet = text.contains("<Quiet>true</Quiet>")
         guard try await store.bucket(bucket) != nil else { throw S3Error.named("NoSuchBucket", "The specified bucket does not exist.") }
+        // One transaction for the whole request; a key that does not exist counts as deleted.
+        try await store.deleteMany(bucket, keys)
         var xml = "<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-        for key in keys {
-            do {
-                try await store.delete(bucket, key)
-                if !quiet { xml += "<Deleted><Key>\(S3XML.escape(key))</Key></Deleted>" }
-            } catch let e as HearthError where e.code == .notFound {
-                if !quiet { xml += "<Deleted><Key>\(S3XML.escape(key))</Key></Deleted>" }
-            } catch let e as HearthError {
-                let s3 = S3Error.from(e)
-                xml += "<Error><Key>\(S3XML.escape(key))</Key><Code>\(s3.code)</Code><Message>\(S3XML.escape(s3.message))</Message></Error>"
-            }
+        if !quiet {
+            for key in keys { xml += "<Deleted><Key>\(S3XML.escape(key))</Key></Deleted>" }
         }
         xml += "</DeleteResult>"
         return Self.xml(xml)

@@ -37,11 +37,22 @@ public protocol BlobStore: Sendable {
     /// Reads `range` into memory at once (for small objects: no stream to set up).
     func readAll(_ id: String, range: Range<Int64>) async throws -> [UInt8]
     func delete(_ id: String) async throws
+    /// Deletes many blobs (missing ones are fine); a remote store batches the requests.
+    func delete(batch ids: [String]) async throws
     /// Every finished blob id (for sweeping blobs no object references after a crash).
     func allBlobIDs() async throws -> [String]
 }
 
 extension BlobStore {
+    /// One at a time; every id is tried, the first failure is thrown at the end.
+    public func delete(batch ids: [String]) async throws {
+        var failure: (any Error)?
+        for id in ids {
+            do { try await delete(id) } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+    }
+
     public func readAll(_ id: String, range: Range<Int64>) async throws -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(Int(range.count))

@@ -119,6 +119,74 @@ public final class S3BlobStore: BlobStore {
         _ = try await response.body.collect(upTo: 1 << 20)
     }
 
+    /// HEAD of a blob: its size, content type, ETag and Last-Modified; nil if missing.
+    public func head(_ id: String) async throws -> (size: Int64, contentType: String, etag: String, lastModified: String)? {
+        let response = try await client.execute(request(.HEAD, key: key(id)), timeout: .seconds(60))
+        if response.status == .notFound { return nil }
+        guard response.status == .ok else { throw await Self.failure("a HEAD", response) }
+        let size = response.headers.first(name: "content-length").flatMap { Int64($0) } ?? 0
+        return (
+            size, response.headers.first(name: "content-type") ?? "application/octet-stream", response.headers.first(name: "etag") ?? "",
+            response.headers.first(name: "last-modified") ?? ""
+        )
+    }
+
+    /// The first `count` bytes of a blob, only if its ETag is still `ifMatch` (NOT_FOUND otherwise:
+    /// the object was replaced or removed).
+    public func firstBytes(_ id: String, count: Int64, ifMatch: String) async throws -> [UInt8] {
+        guard count > 0 else { return [] }
+        let response = try await client.execute(
+            request(.GET, key: key(id), headers: ["range": "bytes=0-\(count - 1)", "if-match": ifMatch]), timeout: .seconds(60))
+        guard response.status == .ok || response.status == .partialContent else {
+            if response.status == .notFound || response.status == .preconditionFailed {
+                throw HearthError(.notFound, "The object changed or is gone.")
+            }
+            throw await Self.failure("a ranged GET", response)
+        }
+        let body = try await response.body.collect(upTo: Int(count) + (1 << 16))
+        return Array(body.readableBytesView.prefix(Int(count)))
+    }
+
+    /// DeleteObjects (`POST /bucket?delete`), up to 1,000 keys per request, quiet mode (only
+    /// failures are listed). A key that does not exist counts as deleted, as S3 answers.
+    public func delete(batch ids: [String]) async throws {
+        var start = 0
+        while start < ids.count {
+            let chunk = ids[start..<min(ids.count, start + 1000)]
+            start += chunk.count
+            if chunk.count == 1 {
+                try await delete(chunk[chunk.startIndex])
+                continue
+            }
+            let body = Self.deleteObjectsDocument(chunk.map(key))
+            var md5 = MD5Stream()
+            body.withUnsafeBytes { md5.update($0) }
+            var r = request(
+                .POST, key: nil, query: [("delete", "")],
+                headers: ["content-md5": Data(md5.finalize()).base64EncodedString(), "content-type": "application/xml"])
+            r.body = .bytes(ByteBuffer(bytes: body))
+            let response = try await client.execute(r, timeout: .seconds(120))
+            guard response.status == .ok else { throw await Self.failure("a batch delete", response) }
+            let xml = String(buffer: try await response.body.collect(upTo: 16 << 20))
+            let failed = Self.elements(xml, "Error")
+            if !failed.isEmpty {
+                throw HearthError(.unavailable, "The S3 blob store refused to delete \(failed.count) of \(chunk.count) blobs: \(failed[0].prefix(300))")
+            }
+        }
+    }
+
+    /// The DeleteObjects request document for `keys` (quiet).
+    static func deleteObjectsDocument(_ keys: [String]) -> [UInt8] {
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>"
+        for key in keys {
+            let escaped = key.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+                .replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "'", with: "&apos;")
+            xml += "<Object><Key>\(escaped)</Key></Object>"
+        }
+        xml += "</Delete>"
+        return Array(xml.utf8)
+    }
+
     public func allBlobIDs() async throws -> [String] {
         var ids: [String] = []
         var token: String?

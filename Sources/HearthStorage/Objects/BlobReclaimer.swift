@@ -26,7 +26,7 @@ final class BlobReclaimer: Sendable {
         guard !ids.isEmpty else { return }
         state.withLock { $0.pending += 1 }
         Task.detached(priority: .utility) { [self] in
-            for id in ids { try? await blobs.delete(id) }
+            try? await blobs.delete(batch: ids)
             finished()
         }
     }

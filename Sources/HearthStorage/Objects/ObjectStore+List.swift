@@ -63,11 +63,23 @@ extension ObjectStore {
                 }
             }
             var last: String?
+            // Names under the prefix sort below its successor: bounding the scan there keeps a
+            // listing of a small prefix from reading (and decoding) a whole page of the names
+            // after it. Only an exact successor (last byte ASCII) bounds it.
+            let upper = request.prefix.utf8.last.map { $0 < 0x7F } == true ? Self.successor(of: request.prefix) : nil
             while objects.count + prefixes.count < limit {
                 let op = lowerInclusive ? ">=" : ">"
-                let rows = try Row.fetchAll(
-                    db.cachedStatement(sql: "SELECT \(Self.objectColumns) FROM storage_objects WHERE bucket = ? AND name \(op) ? ORDER BY name LIMIT ?"),
-                    arguments: [bucket, lower, limit + 1])
+                let rows: [Row]
+                if let upper {
+                    rows = try Row.fetchAll(
+                        db.cachedStatement(
+                            sql: "SELECT \(Self.objectColumns) FROM storage_objects WHERE bucket = ? AND name \(op) ? AND name < ? ORDER BY name LIMIT ?"),
+                        arguments: [bucket, lower, upper, limit + 1])
+                } else {
+                    rows = try Row.fetchAll(
+                        db.cachedStatement(sql: "SELECT \(Self.objectColumns) FROM storage_objects WHERE bucket = ? AND name \(op) ? ORDER BY name LIMIT ?"),
+                        arguments: [bucket, lower, limit + 1])
+                }
                 if rows.isEmpty { return ListResult(objects: objects, prefixes: prefixes, next: nil) }
                 var seeked = false
                 for row in rows {

@@ -299,6 +299,49 @@ public final class ObjectStore: Sendable {
         reclaimer.reclaim(orphan.map { [$0] } ?? [])
     }
 
+    /// Deletes many objects of one bucket in one transaction (one commit, one fsync, however
+    /// many names): the most a caller gets per durable write. Names that do not exist are
+    /// skipped (the goal is reached), so a repeated call is harmless. The freed bytes go after
+    /// the commit, in one batch (``BlobStore/delete(batch:)``, DeleteObjects requests
+    /// for an external S3). NOT_FOUND if the bucket does not exist. Returns the names deleted.
+    @discardableResult
+    public func deleteMany(_ bucket: String, _ names: some Collection<String>) async throws -> [String] {
+        let names = Array(names)
+        guard !names.isEmpty else { return [] }
+        let result: Result<(deleted: [String], orphans: [String]), any Error>
+        do {
+            result = .success(
+                try await writer.write { db in
+                    try self.requireBucket(db, bucket)
+                    var deleted: [String] = []
+                    var blobIDs: [String] = []
+                    let select = try db.cachedStatement(sql: "SELECT blob_id FROM storage_objects WHERE bucket = ? AND name = ?")
+                    let delete = try db.cachedStatement(sql: "DELETE FROM storage_objects WHERE bucket = ? AND name = ?")
+                    for name in names {
+                        guard let blobID = try String.fetchOne(select, arguments: [bucket, name]) else { continue }
+                        try delete.execute(arguments: [bucket, name])
+                        deleted.append(name)
+                        blobIDs.append(blobID)
+                    }
+                    // Checked after every row is gone: copies share blobs, and two deleted
+                    // objects may share one.
+                    var orphans: [String] = []
+                    var seen = Set<String>()
+                    for id in blobIDs where seen.insert(id).inserted {
+                        if let orphan = try Self.unreferenced(db, id) { orphans.append(orphan) }
+                    }
+                    return (deleted, orphans)
+                })
+        } catch {
+            result = .failure(error)
+        }
+        // Also on failure: the transaction may have committed before being cancelled.
+        for name in names { metadataCache.invalidate(bucket, name) }
+        let done = try result.get()
+        reclaimer.reclaim(done.orphans)
+        return done.deleted
+    }
+
     /// Copies an object (sharing its immutable bytes); `attributes` nil keeps the source's metadata.
     public func copy(
         from source: (bucket: String, name: String), to destination: (bucket: String, name: String),
