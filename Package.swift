@@ -195,7 +195,7 @@ let package = Package(
             name: "hearth",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthStorage", "HearthRules", "HearthTesting",
-                "HearthAuth", "HearthTokenVerifier", "HearthAppCheck",
+                "HearthAuth", "HearthTokenVerifier", "HearthAppCheck", "HearthDatabase",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
