@@ -48,7 +48,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database.")
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read).")
     var phases = "http,grdb,rules,engine,transactions,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
     @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
     var grpcConnections = 4
@@ -94,7 +94,7 @@ struct Bench: AsyncParsableCommand {
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
-        guard !selected.isDisjoint(with: ["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage", "api", "lifecycle", "console", "database"]) else { return }
+        guard !selected.isDisjoint(with: Set(["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage", "api", "lifecycle", "console"]).union(DatabaseBench.phases)) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0, "database": 0, "api": 0, "console": 0]
@@ -124,9 +124,9 @@ struct Bench: AsyncParsableCommand {
             if selected.contains("console") {
                 try await ConsoleBench(load: load, engine: engine).run(consolePort: ports["console"] ?? 0, firestorePort: ports["firestore"] ?? 0)
             }
-            if selected.contains("database") {
+            if !selected.isDisjoint(with: DatabaseBench.phases) {
                 try await DatabaseBench(load: load, engine: server.database, logger: logger)
-                    .run(databasePort: ports["database"] ?? 0, firestoreBase: base)
+                    .run(selected, databasePort: ports["database"] ?? 0, firestoreBase: base)
             }
             if selected.contains("lifecycle") { try await ApiBench(load: load, server: server).runLifecycle(bottles: 5000) }
             if selected.contains("storage") {

@@ -23,8 +23,21 @@ struct DatabaseBench {
     static let listeners = 1000
     static let fanOutWrites = 50
 
-    func run(databasePort: Int, firestoreBase: String) async throws {
+    /// `database` runs every part; `database-write`, `database-fanout`, `database-read` one each.
+    static let phases: Set<String> = ["database", "database-write", "database-fanout", "database-read"]
+
+    func run(_ selected: Set<String>, databasePort: Int, firestoreBase: String) async throws {
         let base = "http://127.0.0.1:\(databasePort)"
+        let all = selected.contains("database")
+        if all || selected.contains("database-write") { try await writes(base: base, firestoreBase: firestoreBase) }
+        if all || selected.contains("database-fanout") { try await fanOut(base: base) }
+        if all || selected.contains("database-read") {
+            try await bigRead(base: base)
+            try await indexedQuery(base: base)
+        }
+    }
+
+    func writes(base: String, firestoreBase: String) async throws {
         let ns = "ns=\(Self.namespace)"
         print(try await load.run("baseline: Firestore REST create (POST)") { i in
             (HTTPMethod.POST, "\(firestoreBase)/dbbench-baseline", Bench.documentBody(i))
@@ -36,9 +49,6 @@ struct DatabaseBench {
         print(try await load.run("database: REST PUT, one hot path") { _ in
             (HTTPMethod.PUT, "\(base)/hot.json?\(ns)&print=silent", value)
         })
-        try await fanOut(base: base)
-        try await bigRead(base: base)
-        try await indexedQuery(base: base)
     }
 
     // MARK: Fan-out

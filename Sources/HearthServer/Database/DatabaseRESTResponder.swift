@@ -144,12 +144,15 @@ public struct DatabaseRESTResponder: HTTPResponder {
         if let warning = snapshot.warning {
             logger.warning("unindexed database query served by scanning", metadata: ["path": "\(parsed.path)", "hint": "\(warning)"])
         }
-        let etag = snapshot.node.etag
         var headers: HTTPFields = [:]
-        // Asked for (`X-Firebase-ETag: true`), or a conditional GET: its answer names the current tag.
-        if request.headers[Self.etagRequest]?.lowercased() == "true" || request.headers[.ifNoneMatch] != nil { headers[.eTag] = etag }
-        if let wanted = request.headers[.ifNoneMatch], wanted == etag {
-            return Response(status: .notModified, headers: [.eTag: etag])
+        // Asked for (`X-Firebase-ETag: true`), or a conditional GET: its answer names the current
+        // tag. Only then is it computed (a hash of the whole value).
+        if request.headers[Self.etagRequest]?.lowercased() == "true" || request.headers[.ifNoneMatch] != nil {
+            let etag = snapshot.node.etag
+            headers[.eTag] = etag
+            if let wanted = request.headers[.ifNoneMatch], wanted == etag {
+                return Response(status: .notModified, headers: [.eTag: etag])
+            }
         }
         if let download = parsed.download {
             let safe = String(download.unicodeScalars.filter { $0.isASCII && $0 != "\"" && $0 != "\\" && $0.value >= 0x20 }.map(Character.init))
