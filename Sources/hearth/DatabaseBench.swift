@@ -79,7 +79,6 @@ struct DatabaseBench {
             eventLoopGroupProvider: .singleton,
             configuration: .init(connectionPool: .init(idleTimeout: .seconds(120), concurrentHTTP1ConnectionsPerHostSoftLimit: Self.listeners + 16)))
         let arrivals = Arrivals()
-        let opened = Counter()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<Self.listeners {
                 group.addTask {
@@ -87,7 +86,6 @@ struct DatabaseBench {
                     request.headers.add(name: "accept", value: "text/event-stream")
                     request.headers.add(name: "authorization", value: "Bearer owner")
                     let response = try await client.execute(request, timeout: .seconds(600))
-                    _ = opened.next()
                     var pending = ""
                     for try await chunk in response.body {
                         pending += String(buffer: chunk)
