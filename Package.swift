@@ -233,7 +233,7 @@ let package = Package(
             name: "hearth",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthStorage", "HearthRules", "HearthTesting",
-                "HearthAuth", "HearthTokenVerifier", "HearthAppCheck",
+                "HearthAuth", "HearthTokenVerifier", "HearthAppCheck", "HearthDatabase",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -62,6 +62,12 @@ public struct DatabaseAccessDecision: Sendable {
 public protocol DatabaseRulesProgram: Sendable {
     /// The rules as `GET /.settings/rules.json` returns them (`{"rules": {…}}`).
     var document: JSON { get }
+    /// The indexes the rules' `.indexOn` declare (stores keep and use them).
+    var indexes: Set<DatabaseIndexSpec> { get }
+}
+
+extension DatabaseRulesProgram {
+    public var indexes: Set<DatabaseIndexSpec> { [] }
 }
 
 /// The security step of every read and write: the engine asks it with views of the tree
@@ -80,6 +86,26 @@ public struct StoredDatabaseRules: DatabaseRulesProgram {
     public var document: JSON
     /// Whether these are the built-in defaults (no rules were set).
     public var isDefault: Bool
+
+    /// The `.indexOn` entries of the document (`$name` keys are wildcards).
+    public var indexes: Set<DatabaseIndexSpec> {
+        var out = Set<DatabaseIndexSpec>()
+        func walk(_ node: JSON, _ location: [String?]) {
+            guard let members = node.objectValue else { return }
+            for (key, value) in members {
+                if key == ".indexOn" {
+                    let entries = value.arrayValue?.compactMap(\.stringValue) ?? value.stringValue.map { [$0] } ?? []
+                    for entry in entries {
+                        if let spec = DatabaseIndexSpec(location: location, indexOn: entry) { out.insert(spec) }
+                    }
+                } else if !key.hasPrefix(".") {
+                    walk(value, location + [key.hasPrefix("$") ? nil : key])
+                }
+            }
+        }
+        walk(document["rules"] ?? .null, [])
+        return out
+    }
 
     /// Checks that `text` is a JSON object with a `rules` object.
     public init(text: String) throws(DatabaseError) {

@@ -36,6 +36,16 @@ public actor DatabaseEngine {
     public struct Snapshot: Sendable {
         public var node: DatabaseNode
         public var revision: Int64
+        /// Set when an unindexed query was served by scanning (emulator mode): Firebase's hint.
+        public var warning: String?
+    }
+
+    /// What a query ordered by a child or by value does when the rules declare no `.indexOn` for it.
+    public enum UnindexedQueries: Sendable {
+        /// Served by scanning the location's children, with a warning (the emulator).
+        case scan
+        /// Refused with Firebase's `Index not defined` error (production).
+        case reject
     }
 
     let store: any DatabaseTreeStore
@@ -62,13 +72,61 @@ public actor DatabaseEngine {
 
     // MARK: Reads
 
-    /// The node at `path` (the query applied), if the caller may read it.
-    public func read(namespace: String, path: DatabasePath, query: DatabaseQuery? = nil, auth: DatabaseAuthContext) async throws -> Snapshot {
+    /// The node at `path` (the query applied), if the caller may read it. A query ordered by a
+    /// child or by value is served from the `.indexOn` index that covers it; without one it is
+    /// served by scanning (with ``Snapshot/warning``) or refused, as `unindexed` says.
+    public func read(
+        namespace: String, path: DatabasePath, query: DatabaseQuery? = nil, auth: DatabaseAuthContext, unindexed: UnindexedQueries = .scan
+    ) async throws -> Snapshot {
         try await authorizeRead(namespace: namespace, path: path, query: query, auth: auth)
+        guard let query else {
+            let subtree = try await store.subtree(namespace: namespace, at: path)
+            return Snapshot(node: DatabaseNode(leaves: subtree.leaves, base: path), revision: subtree.revision)
+        }
+        var warning: String?
+        switch query.order {
+        case .key, .priority:
+            break
+        case .child, .value:
+            let program = try await rules(namespace: namespace)
+            if let index = program.indexes.first(where: { $0.matches(path) && $0.serves(query.order) }),
+                let subtree = try await store.indexedChildren(namespace: namespace, location: path, index: index, range: DatabaseIndexRange(query))
+            {
+                // The index selected the children; ordering them again costs only the result.
+                return Snapshot(node: query.apply(DatabaseNode(leaves: subtree.leaves, base: path)), revision: subtree.revision)
+            }
+            if !program.indexes.contains(where: { $0.matches(path) && $0.serves(query.order) }) {
+                let message = Self.indexNotDefined(query.order, at: path)
+                if unindexed == .reject { throw DatabaseError(.invalidQuery, message) }
+                warning = message
+            }
+        }
         let subtree = try await store.subtree(namespace: namespace, at: path)
-        var node = DatabaseNode(leaves: subtree.leaves, base: path)
-        if let query { node = query.apply(node) }
-        return Snapshot(node: node, revision: subtree.revision)
+        return Snapshot(node: query.apply(DatabaseNode(leaves: subtree.leaves, base: path)), revision: subtree.revision, warning: warning)
+    }
+
+    /// Throws Firebase's `Index not defined` when `query` needs an index that the rules do
+    /// not declare (a transport that refuses unindexed queries checks before a stream starts).
+    public func checkIndexed(namespace: String, path: DatabasePath, query: DatabaseQuery?) async throws {
+        guard let query else { return }
+        switch query.order {
+        case .key, .priority: return
+        case .child, .value:
+            let program = try await rules(namespace: namespace)
+            if !program.indexes.contains(where: { $0.matches(path) && $0.serves(query.order) }) {
+                throw DatabaseError(.invalidQuery, Self.indexNotDefined(query.order, at: path))
+            }
+        }
+    }
+
+    /// Firebase's answer to a query ordered by a child (or by value) that no `.indexOn` covers.
+    static func indexNotDefined(_ order: DatabaseQuery.Order, at path: DatabasePath) -> String {
+        let name: String
+        switch order {
+        case .child(let child): name = child.keys.joined(separator: "/")
+        default: name = ".value"
+        }
+        return "Index not defined, add \".indexOn\": \"\(name)\", for path \"\(path)\", to the rules"
     }
 
     /// Asks the authorizer whether `auth` may read `path` (with `query`); throws Permission denied.
@@ -229,6 +287,12 @@ public actor DatabaseEngine {
         } else {
             program = authorizer.defaultRules()
         }
+        // The store's indexes follow the rules' `.indexOn` (rebuilt if they differ, e.g. after
+        // rules were replaced by a process that stopped before it rebuilt them).
+        if try await store.indexes(namespace: namespace) != program.indexes {
+            try await store.setIndexes(program.indexes, namespace: namespace)
+        }
+        if let cached = rulesByNamespace[namespace] { return cached }
         rulesByNamespace[namespace] = program
         return program
     }
@@ -238,6 +302,10 @@ public actor DatabaseEngine {
         guard auth.isAdmin else { throw DatabaseError.permissionDenied }
         let program = try authorizer.compile(text)
         try await store.setRules(text, namespace: namespace)
+        // Indexes are rebuilt under the write lock: no write of this engine sees half of them.
+        await lock()
+        defer { unlock() }
+        try await store.setIndexes(program.indexes, namespace: namespace)
         rulesByNamespace[namespace] = program
         feed.publish(DatabaseChange(namespace: namespace, revision: 0, kind: .rules))
     }

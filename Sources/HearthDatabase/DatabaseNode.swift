@@ -114,7 +114,7 @@ public struct DatabaseNode: Sendable, Equatable {
     }
 
     func sortedChildren() -> [(String, DatabaseNode)] {
-        children.sorted { DatabaseOrdering.keyPrecedes($0.key, $1.key) }
+        DatabaseOrdering.sortedByKey(children.map { ($0.key, $0.value) })
     }
 
     func arrayForm() -> [JSON]? {

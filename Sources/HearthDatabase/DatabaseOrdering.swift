@@ -9,6 +9,20 @@ public enum DatabaseOrdering {
     /// Whether `a` sorts before `b` as keys.
     public static func keyPrecedes(_ a: String, _ b: String) -> Bool { compareKeys(a, b) < 0 }
 
+    /// `items` in key order; each key's integer form is worked out once, not per comparison
+    /// (what made sorting a 10,000-child node dominate a read's profile).
+    public static func sortedByKey<T>(_ items: [(String, T)]) -> [(String, T)] {
+        let decorated = items.map { (integer: integerKey($0.0), item: $0) }
+        return decorated.sorted { a, b in
+            switch (a.integer, b.integer) {
+            case (let x?, let y?): return x < y
+            case (.some, nil): return true
+            case (nil, .some): return false
+            case (nil, nil): return a.item.0.utf16.lexicographicallyPrecedes(b.item.0.utf16)
+            }
+        }.map(\.item)
+    }
+
     public static func compareKeys(_ a: String, _ b: String) -> Int {
         switch (integerKey(a), integerKey(b)) {
         case (let x?, let y?): return x < y ? -1 : (x > y ? 1 : 0)

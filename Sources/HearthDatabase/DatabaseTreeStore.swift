@@ -47,4 +47,24 @@ public protocol DatabaseTreeStore: Sendable {
     /// The namespace's rules text, if rules were ever set.
     func rules(namespace: String) async throws -> String?
     func setRules(_ text: String, namespace: String) async throws
+
+    // MARK: Indexes (`.indexOn`)
+
+    /// The indexes the store keeps for `namespace`.
+    func indexes(namespace: String) async throws -> Set<DatabaseIndexSpec>
+    /// Makes `specs` the namespace's indexes, in one transaction: entries of indexes no longer
+    /// listed are dropped, new indexes are built from the leaves. From then on every
+    /// ``apply(_:)`` updates them in the transaction that changes the leaves.
+    func setIndexes(_ specs: Set<DatabaseIndexSpec>, namespace: String) async throws
+    /// The children of `location` that `range` selects in `index`'s order, read from the index
+    /// with their subtrees in one snapshot (cost in proportion to the result, not to the
+    /// location); nil when the store keeps no such index.
+    func indexedChildren(namespace: String, location: DatabasePath, index: DatabaseIndexSpec, range: DatabaseIndexRange) async throws -> DatabaseSubtree?
+}
+
+extension DatabaseTreeStore {
+    /// A store without index support: queries are served by scanning.
+    public func indexes(namespace: String) async throws -> Set<DatabaseIndexSpec> { [] }
+    public func setIndexes(_ specs: Set<DatabaseIndexSpec>, namespace: String) async throws {}
+    public func indexedChildren(namespace: String, location: DatabasePath, index: DatabaseIndexSpec, range: DatabaseIndexRange) async throws -> DatabaseSubtree? { nil }
 }

@@ -14,19 +14,20 @@ extension HearthServer {
         let path = URL(fileURLWithPath: directory).appendingPathComponent("database.sqlite").path
         let store = try SQLiteDatabaseTreeStore(path: path)
         let engine = DatabaseEngine(store: store, authorizer: DatabaseRulesAuthorizer(emulator: configuration.emulator))
-        if let file = configuration.databaseRulesFile {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw HearthError(.failedPrecondition, "Cannot read the database rules file \(file).")
-            }
-            do {
-                try await engine.setRules(
-                    String(decoding: data, as: UTF8.self), namespace: DatabaseRESTResponder.defaultNamespace(configuration.project), auth: .admin)
-            } catch let error as DatabaseError {
-                throw HearthError(.failedPrecondition, "\(file): \(error.message)")
-            }
-            logger.info("loaded database rules", metadata: ["file": "\(file)"])
+        if let watcher = databaseRulesWatcher(configuration, engine: engine, logger: logger) {
+            try await watcher.load()
+            logger.info("loaded database rules", metadata: ["file": "\(watcher.path)"])
         }
         return engine
+    }
+
+    /// The watcher of the rules file, if one is configured: it loads the file into the
+    /// default namespace at start, then reloads it whenever it changes.
+    static func databaseRulesWatcher(_ configuration: ServerConfiguration, engine: DatabaseEngine, logger: Logger) -> DatabaseRulesFileWatcher? {
+        configuration.databaseRulesFile.map {
+            DatabaseRulesFileWatcher(
+                path: $0, namespace: DatabaseRESTResponder.defaultNamespace(configuration.project), engine: engine, logger: logger)
+        }
     }
 
     /// The database port's listener: REST and event streams, and the SDKs' WebSocket protocol
@@ -37,7 +38,9 @@ extension HearthServer {
             defaultNamespace: DatabaseRESTResponder.defaultNamespace(configuration.project), logger: logger)
         return listener(
             "database",
-            DatabaseRESTResponder(engine: database, authenticator: authenticator, project: configuration.project, logger: logger),
+            DatabaseRESTResponder(
+                engine: database, authenticator: authenticator, project: configuration.project, logger: logger,
+                emulator: configuration.emulator),
             ready, server: sockets.transport)
     }
 }

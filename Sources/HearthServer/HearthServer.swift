@@ -255,6 +255,10 @@ public struct HearthServer: Sendable {
         if let file = configuration.storageRulesFile {
             services.append(RulesFileWatcher(path: file, store: storageRules, logger: logger))
         }
+        if let watcher = Self.databaseRulesWatcher(configuration, engine: database, logger: logger) {
+            watcher.rememberCurrentVersion()  // openDatabase loaded it
+            services.append(watcher)
+        }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

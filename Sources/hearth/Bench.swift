@@ -36,7 +36,10 @@ struct Bench: AsyncParsableCommand {
             turns with it, and to MD5 of the same bytes on one core, with each upload's share of the \
             disk-copy rate and its CPU time; 4 KiB S3 \
             PUT/GET with 32 clients, and 4 KiB GETs through presigned URLs from wrk, next to the bare \
-            HTTP stack under wrk, when wrk is installed). \
+            HTTP stack under wrk, when wrk is installed), database (the Realtime Database: REST PUTs to distinct \
+            paths and to one hot path next to Firestore REST creates, a write reaching 1,000 SSE listeners next to its \
+            own acknowledgement, a GET of a 10k-child subtree next to the same JSON from a bare route, and an orderBy-child \
+            limitToFirst=10 query over 100k children from its .indexOn index next to an unindexed scan). \
             Clients run in this process against an in-process server on 127.0.0.1, except wrk.
             """
     )
@@ -45,7 +48,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database-ws.")
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read),database-ws.")
     var phases = "http,grdb,rules,engine,transactions,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
     @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
     var grpcConnections = 4
@@ -91,7 +94,7 @@ struct Bench: AsyncParsableCommand {
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
-        guard !selected.isDisjoint(with: ["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage", "api", "lifecycle", "console", "database-ws"]) else { return }
+        guard !selected.isDisjoint(with: Set(["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage", "api", "lifecycle", "console", "database-ws"]).union(DatabaseBench.phases)) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0, "database": 0, "api": 0, "console": 0]
@@ -124,6 +127,10 @@ struct Bench: AsyncParsableCommand {
             if selected.contains("database-ws") {
                 try await DatabaseWebSocketBench(load: load, listeners: 1000, fanOutWrites: 50)
                     .run(databasePort: ports["database"] ?? 0, firestorePort: ports["firestore"] ?? 0)
+            }
+            if !selected.isDisjoint(with: DatabaseBench.phases) {
+                try await DatabaseBench(load: load, engine: server.database, logger: logger)
+                    .run(selected, databasePort: ports["database"] ?? 0, firestoreBase: base)
             }
             if selected.contains("lifecycle") { try await ApiBench(load: load, server: server).runLifecycle(bottles: 5000) }
             if selected.contains("storage") {

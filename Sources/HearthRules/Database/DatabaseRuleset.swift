@@ -123,6 +123,19 @@ public final class DatabaseRuleset: Sendable {
         return node.indexOn
     }
 
+    /// Every `.indexOn` of the rules tree: the rules location (nil for a `$wildcard` key) and
+    /// the entries it lists, in file order.
+    public func indexDeclarations() -> [(location: [String?], indexOn: [String])] {
+        var out: [(location: [String?], indexOn: [String])] = []
+        func walk(_ node: DatabaseRuleNode, _ location: [String?]) {
+            if !node.indexOn.isEmpty { out.append((location, node.indexOn)) }
+            for (key, child) in node.children.sorted(by: { $0.key < $1.key }) { walk(child, location + [key]) }
+            if let wildcard = node.wildcard { walk(wildcard.node, location + [nil]) }
+        }
+        walk(root, [])
+        return out
+    }
+
     // MARK: Reads
 
     /// Whether a client may read `path` (with `query`, for query rules). `now` is the server

@@ -33,6 +33,7 @@ extension DatabaseRESTResponder {
     func stream(_ parsed: DatabaseRESTRequest, auth: DatabaseAuthContext, identity: Identity) async throws -> Response {
         // Refuse before the stream starts, so a denial is an ordinary 401.
         try await engine.authorizeRead(namespace: parsed.namespace, path: parsed.path, query: parsed.query, auth: auth)
+        if !emulator { try await engine.checkIndexed(namespace: parsed.namespace, path: parsed.path, query: parsed.query) }
         let (items, continuation) = AsyncStream.makeStream(
             of: DatabaseStreamItem.self, bufferingPolicy: .bufferingOldest(Self.streamBufferLimit))
         let subscriber = DatabaseStreamSubscriber(continuation)

@@ -17,12 +17,19 @@ public struct DatabaseRESTResponder: HTTPResponder {
     let logger: Logger
     /// How often an idle event stream sends `keep-alive`.
     let keepAliveInterval: Duration
+    /// Emulator mode: unindexed queries are served by scanning (with a logged hint) instead of
+    /// Firebase's `Index not defined` 400, and denials say which rule denied, where.
+    let emulator: Bool
 
     static let etagRequest = HTTPField.Name("X-Firebase-ETag")!
     static let methodOverride = HTTPField.Name("X-HTTP-Method-Override")!
     static let maxBody = DatabaseLimits.maxWriteBytes
 
-    public init(engine: DatabaseEngine, authenticator: Authenticator, project: String, logger: Logger, keepAliveInterval: Duration = .seconds(30)) {
+    public init(
+        engine: DatabaseEngine, authenticator: Authenticator, project: String, logger: Logger, emulator: Bool = false,
+        keepAliveInterval: Duration = .seconds(30)
+    ) {
+        self.emulator = emulator
         self.engine = engine
         self.authenticator = authenticator
         self.defaultNamespace = Self.defaultNamespace(project)
@@ -40,6 +47,7 @@ public struct DatabaseRESTResponder: HTTPResponder {
             if error.reason == .unavailable { logger.error("database request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"]) }
             if error.reason == .permissionDenied, let cause = error.cause {
                 logger.debug("database request denied", metadata: ["path": "\(request.uri.path)", "reason": "\(cause)"])
+                if emulator { return Self.denial(error, explanation: "\(cause)") }
             }
             return Self.error(error)
         } catch let error as HearthError {
@@ -64,6 +72,18 @@ public struct DatabaseRESTResponder: HTTPResponder {
 
     static func error(_ error: DatabaseError) -> Response {
         json(.object([("error", .string(error.message))]), status: status(error.reason))
+    }
+
+    static let authDebug = HTTPField.Name("X-Firebase-Auth-Debug")!
+
+    /// A denial in emulator mode: the body stays Firebase's `{"error": "Permission denied"}`
+    /// (clients compare the text), and `X-Firebase-Auth-Debug` — the header Firebase's REST
+    /// API carries rules debug information in — says which rule denied, where, and why.
+    static func denial(_ error: DatabaseError, explanation: String) -> Response {
+        var response = Self.error(error)
+        response.headers[authDebug] = String(
+            explanation.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0.value != 0x7F ? Character($0) : " " })
+        return response
     }
 
     static func json(_ body: JSON, status: HTTPResponse.Status = .ok, pretty: Bool = false, headers: HTTPFields = [:]) -> Response {
@@ -119,13 +139,20 @@ public struct DatabaseRESTResponder: HTTPResponder {
     }
 
     func get(_ request: Request, _ parsed: DatabaseRESTRequest, _ auth: DatabaseAuthContext) async throws -> Response {
-        let snapshot = try await engine.read(namespace: parsed.namespace, path: parsed.path, query: parsed.query, auth: auth)
-        let etag = snapshot.node.etag
+        let snapshot = try await engine.read(
+            namespace: parsed.namespace, path: parsed.path, query: parsed.query, auth: auth, unindexed: emulator ? .scan : .reject)
+        if let warning = snapshot.warning {
+            logger.warning("unindexed database query served by scanning", metadata: ["path": "\(parsed.path)", "hint": "\(warning)"])
+        }
         var headers: HTTPFields = [:]
-        // Asked for (`X-Firebase-ETag: true`), or a conditional GET: its answer names the current tag.
-        if request.headers[Self.etagRequest]?.lowercased() == "true" || request.headers[.ifNoneMatch] != nil { headers[.eTag] = etag }
-        if let wanted = request.headers[.ifNoneMatch], wanted == etag {
-            return Response(status: .notModified, headers: [.eTag: etag])
+        // Asked for (`X-Firebase-ETag: true`), or a conditional GET: its answer names the current
+        // tag. Only then is it computed (a hash of the whole value).
+        if request.headers[Self.etagRequest]?.lowercased() == "true" || request.headers[.ifNoneMatch] != nil {
+            let etag = snapshot.node.etag
+            headers[.eTag] = etag
+            if let wanted = request.headers[.ifNoneMatch], wanted == etag {
+                return Response(status: .notModified, headers: [.eTag: etag])
+            }
         }
         if let download = parsed.download {
             let safe = String(download.unicodeScalars.filter { $0.isASCII && $0 != "\"" && $0 != "\\" && $0.value >= 0x20 }.map(Character.init))

@@ -13,7 +13,20 @@ struct DatabaseRulesAuthorizer: DatabaseAuthorizer {
     struct Program: DatabaseRulesProgram {
         let ruleset: DatabaseRuleset
         let isDefault: Bool
+        let indexes: Set<DatabaseIndexSpec>
         var document: JSON { ruleset.strictJSON }
+
+        init(ruleset: DatabaseRuleset, isDefault: Bool) {
+            self.ruleset = ruleset
+            self.isDefault = isDefault
+            var indexes = Set<DatabaseIndexSpec>()
+            for (location, entries) in ruleset.indexDeclarations() {
+                for entry in entries {
+                    if let spec = DatabaseIndexSpec(location: location, indexOn: entry) { indexes.insert(spec) }
+                }
+            }
+            self.indexes = indexes
+        }
     }
 
     /// The engine's tree view as the rules' data source (both are `node(at:)` in export format).

@@ -33,7 +33,9 @@ public struct RulesFileWatcher: Service {
         var inode: Int?
     }
 
-    func stamp() -> Stamp? {
+    func stamp() -> Stamp? { Self.stamp(path) }
+
+    static func stamp(_ path: String) -> Stamp? {
         guard let a = try? FileManager.default.attributesOfItem(atPath: path) else { return nil }
         return Stamp(modified: a[.modificationDate] as? Date, size: (a[.size] as? NSNumber)?.intValue,
                      inode: (a[.systemFileNumber] as? NSNumber)?.intValue)
