@@ -56,6 +56,8 @@ public final class QueryDocumentSnapshot: DocumentSnapshot, @unchecked Sendable 
 public struct QuerySnapshot: @unchecked Sendable {
     public let query: Query
     public let documents: [QueryDocumentSnapshot]
+    /// What changed since the listener's previous snapshot (everything is `added` in the first).
+    public var documentChanges: [DocumentChange] = []
     public var count: Int { documents.count }
     public var isEmpty: Bool { documents.isEmpty }
     public var metadata: SnapshotMetadata { SnapshotMetadata(hasPendingWrites: false, isFromCache: false) }

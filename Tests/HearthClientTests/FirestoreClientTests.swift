@@ -3,6 +3,7 @@ import Testing
 
 import HearthClientAuth
 import HearthClientCore
+import HearthFirestoreProto
 @testable import HearthClientFirestore
 
 /// The Firestore client over gRPC against a live Hearth, in the shape of MakeItSo's task repository.
@@ -94,6 +95,85 @@ import HearthClientCore
             // collection groups reach nested collections with the same id
             try await db.document("teams/t1").collection("scores").document("x").setData(["points": 1])
             #expect(try await db.collectionGroup("scores").getDocuments().count == 5)
+        }
+    }
+}
+
+/// Snapshot listeners over the Listen stream, as MakeItSo's repository uses them.
+@Suite(.serialized) struct FirestoreListenerTests {
+    func withFirestore(_ body: @Sendable @escaping (Firestore, Auth) async throws -> Void) async throws {
+        try await FirestoreClientTests().withFirestore(body)
+    }
+
+    @Test func aQueryListenerSeesAddsChangesAndRemovesInOrder() async throws {
+        try await withFirestore { db, auth in
+            let uid = try await auth.signInAnonymously().user.uid
+            let tasks = db.collection("tasks")
+            try await tasks.document("a").setData(["userId": uid, "rank": 2, "title": "second"])
+            let snapshots = tasks.whereField("userId", isEqualTo: uid).order(by: "rank").snapshots
+            var iterator = snapshots.makeAsyncIterator()
+            let first = try #require(try await iterator.next())
+            #expect(first.documents.map(\.documentID) == ["a"])
+            #expect(first.documentChanges.map(\.type) == [.added])
+
+            try await tasks.document("b").setData(["userId": uid, "rank": 1, "title": "first"])
+            let second = try #require(try await iterator.next())
+            #expect(second.documents.map(\.documentID) == ["b", "a"], "ordered by rank")
+            #expect(second.documentChanges.map(\.type) == [.added])
+            #expect(second.documentChanges.first?.newIndex == 0)
+
+            try await tasks.document("a").updateData(["title": "changed"])
+            let third = try #require(try await iterator.next())
+            #expect(third.documentChanges.map(\.type) == [.modified])
+            #expect(third.documents.last?.get("title") as? String == "changed")
+
+            try await tasks.document("b").delete()
+            let fourth = try #require(try await iterator.next())
+            #expect(fourth.documents.map(\.documentID) == ["a"])
+            #expect(fourth.documentChanges.map(\.type) == [.removed])
+            #expect(fourth.documentChanges.first?.oldIndex == 0)
+
+            // someone else's task never shows up
+            try await tasks.document("c").setData(["userId": "other", "rank": 0])
+            try await tasks.document("a").updateData(["rank": 5])
+            let fifth = try #require(try await iterator.next())
+            #expect(fifth.documents.map(\.documentID) == ["a"])
+        }
+    }
+
+    @Test func aDocumentListenerSeesCreationAndDeletion() async throws {
+        try await withFirestore { db, auth in
+            _ = try await auth.signInAnonymously()
+            let ref = db.document("profiles/p1")
+            var iterator = ref.snapshots.makeAsyncIterator()
+            let missing = try #require(try await iterator.next())
+            #expect(!missing.exists)
+            try await ref.setData(["name": "Ada"])
+            let created = try #require(try await iterator.next())
+            #expect(created.exists && created.get("name") as? String == "Ada")
+            try await ref.delete()
+            let deleted = try #require(try await iterator.next())
+            #expect(!deleted.exists)
+        }
+    }
+
+    @Test func valuesOrderAsFirestoreOrdersThem() {
+        func v(_ build: (inout Google_Firestore_V1_Value) -> Void) -> Google_Firestore_V1_Value {
+            var x = Google_Firestore_V1_Value()
+            build(&x)
+            return x
+        }
+        let ordered = [
+            v { $0.nullValue = .nullValue }, v { $0.booleanValue = false }, v { $0.booleanValue = true },
+            v { $0.doubleValue = .nan }, v { $0.integerValue = -1 }, v { $0.doubleValue = 0.5 }, v { $0.integerValue = 1 },
+            v { $0.timestampValue.seconds = 1 }, v { $0.stringValue = "a" }, v { $0.stringValue = "b" }, v { $0.bytesValue = Data([0]) },
+            v { $0.referenceValue = "projects/p/databases/d/documents/a/b" }, v { $0.geoPointValue.latitude = 1 },
+            v { $0.arrayValue.values = [] }, v { $0.mapValue.fields = [:] },
+        ]
+        for i in ordered.indices {
+            for j in ordered.indices {
+                #expect(ValueOrder.compare(ordered[i], ordered[j]) == (i < j ? -1 : (i > j ? 1 : 0)), "\(i) vs \(j)")
+            }
         }
     }
 }
