@@ -229,6 +229,8 @@ let package = Package(
         .target(
             name: "HearthClient", dependencies: ["HearthClientCore", "HearthClientAuth", "HearthClientStorage", "HearthClientFirestore"],
             swiftSettings: swiftSettings),
+        // The MakeItSo task app's flow on Linux, written against HearthClient (run by tests/conformance/test_makeitso_example.py).
+        .executableTarget(name: "makeitso-cli", dependencies: ["HearthClient"], path: "examples/makeitso-cli/Sources/MakeItSo", swiftSettings: swiftSettings),
         .executableTarget(
             name: "hearth",
             dependencies: [
