@@ -65,35 +65,39 @@ public final class Auth: Sendable {
     /// Called once soon after registration, then whenever the signed-in uid changes.
     @discardableResult
     public func addStateDidChangeListener(_ listener: @escaping @Sendable (Auth, User?) -> Void) -> any NSObjectProtocol {
-        let handle = ListenerHandle()
-        let user = state.withLock { s in
-            s.stateListeners[ObjectIdentifier(handle)] = listener
-            return s.user
-        }
-        callbackQueue.async { listener(self, user) }
-        return handle
+        addListener(\.stateListeners, listener)
     }
 
     public func removeStateDidChangeListener(_ handle: any NSObjectProtocol) {
-        guard let handle = handle as? ListenerHandle else { return }
-        _ = state.withLock { $0.stateListeners.removeValue(forKey: ObjectIdentifier(handle)) }
+        removeListener(\.stateListeners, handle)
     }
 
     /// Called once soon after registration, then on sign-in, sign-out and every new ID token.
     @discardableResult
     public func addIDTokenDidChangeListener(_ listener: @escaping @Sendable (Auth, User?) -> Void) -> any NSObjectProtocol {
+        addListener(\.tokenListeners, listener)
+    }
+
+    public func removeIDTokenDidChangeListener(_ handle: any NSObjectProtocol) {
+        removeListener(\.tokenListeners, handle)
+    }
+
+    typealias Listeners = WritableKeyPath<State, [ObjectIdentifier: @Sendable (Auth, User?) -> Void]>
+
+    /// Registers `listener` in one of the two lists and calls it once with the current user.
+    func addListener(_ list: Listeners, _ listener: @escaping @Sendable (Auth, User?) -> Void) -> any NSObjectProtocol {
         let handle = ListenerHandle()
         let user = state.withLock { s in
-            s.tokenListeners[ObjectIdentifier(handle)] = listener
+            s[keyPath: list][ObjectIdentifier(handle)] = listener
             return s.user
         }
         callbackQueue.async { listener(self, user) }
         return handle
     }
 
-    public func removeIDTokenDidChangeListener(_ handle: any NSObjectProtocol) {
+    func removeListener(_ list: Listeners, _ handle: any NSObjectProtocol) {
         guard let handle = handle as? ListenerHandle else { return }
-        _ = state.withLock { $0.tokenListeners.removeValue(forKey: ObjectIdentifier(handle)) }
+        _ = state.withLock { $0[keyPath: list].removeValue(forKey: ObjectIdentifier(handle)) }
     }
 
     /// `AsyncSequence` of the signed-in user: the current one first, then each uid change.
