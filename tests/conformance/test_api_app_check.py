@@ -374,6 +374,41 @@ def test_enforced_on_auth_and_database(tmp_path_factory):
         assert requests.get(db, params={"auth": id_token}, headers={"X-Firebase-AppCheck": limited}, timeout=30).status_code == 401
         # The admin credential passes without a token.
         assert requests.get(db, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30).json() == {"n": 1}
+
+        # The same gate on the SDKs' WebSocket protocol: data requests need an `appcheck` message
+        # whose token passes (checked once per connection); admins pass without one.
+        from test_database_websocket import Socket
+        ns = f"{PROJECT}-default-rtdb"
+        ws = Socket(s, ns=ns)
+        try:
+            assert ws.request("auth", {"cred": id_token})["s"] == "ok"
+            assert ws.request("g", {"p": "/things/t1", "q": {}})["s"] == "permission_denied"
+            assert ws.request("p", {"p": "/things/t2", "d": 1})["s"] == "permission_denied"
+            for bad in (PLACEHOLDER, tampered, expired):
+                assert ws.request("appcheck", {"token": bad})["s"] == "invalid_token"
+                assert ws.request("g", {"p": "/things/t1", "q": {}})["s"] == "permission_denied"
+            assert ws.request("appcheck", {"token": token})["s"] == "ok"
+            answer = ws.request("g", {"p": "/things/t1", "q": {}})
+            assert answer == {"s": "ok", "d": {"n": 1}}, answer
+            assert ws.request("p", {"p": "/things/t2", "d": 2})["s"] == "ok"
+        finally:
+            ws.close()
+        limited = exchange_debug(s, limited_use=True).json()["token"]
+        first, second = Socket(s, ns=ns), Socket(s, ns=ns)
+        try:
+            assert first.request("appcheck", {"token": limited})["s"] == "ok"
+            assert second.request("appcheck", {"token": limited})["s"] == "invalid_token", "a limited-use token is single-use"
+            assert first.request("auth", {"cred": id_token})["s"] == "ok"
+            assert first.request("g", {"p": "/things/t2", "q": {}}) == {"s": "ok", "d": 2}
+        finally:
+            first.close()
+            second.close()
+        admin_ws = Socket(s, ns=ns)
+        try:
+            assert admin_ws.request("gauth", {"cred": ADMIN_TOKEN})["s"] == "ok"
+            assert admin_ws.request("g", {"p": "/things/t1", "q": {}}) == {"s": "ok", "d": {"n": 1}}
+        finally:
+            admin_ws.close()
         metrics = requests.get(f"{s.api_base}/metrics", timeout=30).text
         assert 'service="auth"' in metrics and 'service="database"' in metrics
     finally:

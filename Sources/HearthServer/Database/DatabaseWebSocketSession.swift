@@ -134,6 +134,11 @@ final class DatabaseWebSocketSession {
     var authExpiry: Date?
     var listens: [ListenKey: Listen] = [:]
     var onDisconnect: [DisconnectOperation] = []
+    /// App Check on this connection (the `appcheck` message): true once a token passed the
+    /// `database` gate, false once the gate refused the connection's lack of one; nil before
+    /// the first data request. A token is checked once per connection, as Firebase does, so a
+    /// limited-use token is consumed once.
+    var appCheckPassed: Bool?
     var reassembler = DatabaseWebSocketFrames.Reassembler()
 
     init(
@@ -224,6 +229,7 @@ final class DatabaseWebSocketSession {
 
     func handle(_ id: Int64, _ action: String, _ body: JSON, size: Int) async throws -> Date? {
         if ["p", "m", "o", "om"].contains(action), size > Self.maxWriteMessageBytes { throw DatabaseError.writeTooBig }
+        if ["q", "p", "m", "o", "om", "g"].contains(action) { try await requireAppCheck() }
         switch action {
         case "s":
             try await respond(id)
@@ -240,11 +246,14 @@ final class DatabaseWebSocketSession {
             }
             do {
                 try await authenticator.checkAppCheck("database", token: token, identity: identity)
+                appCheckPassed = true
                 try await respond(id, "ok", .object([]))
             } catch {
+                appCheckPassed = false
                 try await respond(id, "invalid_token", .string("Invalid appcheck token"))
             }
         case "unappcheck", "unappeck":
+            appCheckPassed = nil
             try await respond(id)
         case "q":
             try await listen(id, body)
@@ -290,7 +299,19 @@ final class DatabaseWebSocketSession {
 
     // MARK: Auth
 
+    /// Data requests pass the `database` App Check gate: off or monitor (counted once), an admin,
+    /// or a token accepted by `appcheck` let them through; in enforce mode anything else is
+    /// `permission_denied`, as for REST.
+    func requireAppCheck() async throws {
+        if appCheckPassed == true { return }
+        if appCheckPassed == nil {
+            appCheckPassed = await authenticator.appCheckRefusal("database", token: nil, isAdmin: identity.isAdmin) == nil
+        }
+        if appCheckPassed == false { throw DatabaseError(.permissionDenied, "Permission denied (App Check)") }
+    }
+
     func setAuth(_ identity: Identity, _ auth: DatabaseAuthContext, expiry: Date? = nil) {
+        if identity.isAdmin != self.identity.isAdmin, appCheckPassed == false { appCheckPassed = nil }
         self.identity = identity
         self.auth = auth
         self.authExpiry = expiry
