@@ -55,7 +55,8 @@ public final class DocumentEngine: Sendable {
         self.store = store
         self.configuration = configuration
         self.logger = logger
-        let (last, defs) = try await store.read { r in (try r.lastCommitTime(), try r.indexDefinitions()) }
+        let last = try await store.lastCommitTime()
+        let defs = try await store.indexDefinitions()
         clock = CommitClock(after: last)
         feed = ChangeFeed(position: last ?? Timestamp(microseconds: 0))
         listeners = ListenerHub(position: last ?? Timestamp(microseconds: 0))
@@ -102,9 +103,7 @@ public final class DocumentEngine: Sendable {
             docs = cached
         } else {
             let epoch = cache.beginRead()
-            docs = try await store.read { r in
-                try paths.map { p in try readTime.map { try r.document(db, p, at: $0) } ?? r.document(db, p) }
-            }
+            docs = try await store.documents(db, paths, at: readTime)
             if readTime == nil { cache.fill(db, Array(zip(paths, docs)), epoch: epoch) }
         }
         if let txn { recordReads(txn.id, zip(paths, docs).map { ($0, $1?.updateTime) }) }
@@ -322,7 +321,7 @@ public final class DocumentEngine: Sendable {
     public func latestDocuments(_ database: String, _ paths: [ResourcePath]) async throws -> [Document?] {
         if let cached = cachedDocuments(database, paths) { return cached }
         let epoch = cache.beginRead()
-        let docs = try await store.read { r in try paths.map { try r.document(database, $0) } }
+        let docs = try await store.documents(database, paths, at: nil)
         cache.fill(database, Array(zip(paths, docs)), epoch: epoch)
         return docs
     }
@@ -564,7 +563,7 @@ public final class DocumentEngine: Sendable {
 
     /// Reads the composite index definitions again (another writer added one).
     func reloadIndexes() async throws {
-        let defs = try await store.read { r in try r.indexDefinitions() }
+        let defs = try await store.indexDefinitions()
         indexes.withLock { $0 = Dictionary(grouping: defs, by: \.database) }
     }
 
@@ -594,7 +593,7 @@ public final class DocumentEngine: Sendable {
         }
         let db = database.database
         let (readTime, _) = try snapshot(for: consistency, database: database)
-        guard let readTime else { return try await store.read { r in try r.collectionIds(db, parent: parent) } }
+        guard let readTime else { return try await store.collectionIds(db, parent: parent) }
         // At a past time: the collections of the documents that existed then.
         let nq = try NormalizedQuery(Query(parent: parent, collectionId: "", allDescendants: true), database: database)
         let docs = try await store.read { [self] r in

@@ -158,8 +158,27 @@ public enum DocumentStoreConflict: Error, Sendable, Equatable {
 /// Nothing here holds a lock across an `await`: every callback the store makes is synchronous
 /// and pure (no I/O).
 public protocol DocumentStore: Sendable {
-    /// Runs `body` over one consistent snapshot.
+    /// Runs `body` over one consistent snapshot (queries, List, Listen, counting: the scans
+    /// that have no asynchronous operation of their own yet).
     func read<T: Sendable>(_ body: @escaping @Sendable (any DocumentReader) throws -> T) async throws -> T
+
+    // Point reads and the engine's metadata: asynchronous operations of their own, so that a
+    // backend with an asynchronous driver implements them directly (no synchronous reader).
+
+    /// The documents at `paths` (any number, repeats allowed), in order, nil for each missing
+    /// one, all read from one consistent snapshot: as they are now (`time` nil), or as they were
+    /// at a past time — from the version history, like ``DocumentReader/document(_:_:at:)``.
+    func documents(_ database: String, _ paths: [ResourcePath], at time: Timestamp?) async throws -> [Document?]
+
+    /// Ids of the collections directly under a document (or the root), as they are now, in
+    /// UTF-8 byte order, each once (``DocumentReader/collectionIds(_:parent:)``).
+    func collectionIds(_ database: String, parent: ResourcePath) async throws -> [String]
+
+    /// Composite index definitions created so far (declared or automatic), by id.
+    func indexDefinitions() async throws -> [IndexDefinition]
+
+    /// The most recent commit time (nil: nothing was ever committed or cleared).
+    func lastCommitTime() async throws -> Timestamp?
 
     /// Applies one commit, atomically and durably before it returns. Inside its transaction
     /// the store, in this order:

@@ -110,6 +110,26 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
         try await writer.read { db in try body(SQLiteAccess(db: db)) }
     }
 
+    public func documents(_ database: String, _ paths: [ResourcePath], at time: Timestamp?) async throws -> [Document?] {
+        try await writer.read { db in
+            let access = SQLiteAccess(db: db)
+            if let time { return try paths.map { try access.document(database, $0, at: time) } }
+            return try paths.map { try access.document(database, $0) }
+        }
+    }
+
+    public func collectionIds(_ database: String, parent: ResourcePath) async throws -> [String] {
+        try await writer.read { db in try SQLiteAccess(db: db).collectionIds(database, parent: parent) }
+    }
+
+    public func indexDefinitions() async throws -> [IndexDefinition] {
+        try await writer.read { db in try SQLiteAccess(db: db).indexDefinitions() }
+    }
+
+    public func lastCommitTime() async throws -> Timestamp? {
+        try await writer.read { db in try SQLiteAccess(db: db).lastCommitTime() }
+    }
+
     public func commit<T: Sendable>(
         _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?]) throws -> ([DocumentMutation], T)
     ) async throws -> T {

@@ -43,7 +43,10 @@ struct DocumentStoreConformanceTests {
     }
 
     func stored(_ store: any DocumentStore, _ p: String) async throws -> Document? {
-        try await store.read { r in try r.document(Self.db, path(p)) }
+        let viaPointRead = try await store.documents(Self.db, [path(p)], at: nil)
+        let viaReader = try await store.read { r in try r.document(Self.db, path(p)) }
+        #expect(viaPointRead == [viaReader], "the point read and the snapshot reader agree")
+        return viaReader
     }
 
     /// Index entries of the built-in ascending index on `n` in collection `c`.
@@ -70,7 +73,7 @@ struct DocumentStoreConformanceTests {
             }
             #expect(seen == [nil, nil])
             #expect(try await stored(store, "c/a") == a1)
-            #expect(try await store.read { r in try r.lastCommitTime() } == Timestamp(microseconds: 10))
+            #expect(try await store.lastCommitTime() == Timestamp(microseconds: 10))
 
             let a2 = Self.doc("c/a", 2, at: 20, created: 10)
             let current = try await store.commit(Self.request(20, writing: ["c/b", "c/a"])) { current in
@@ -80,16 +83,99 @@ struct DocumentStoreConformanceTests {
             #expect(try await stored(store, "c/a") == a2)
             #expect(try await entries(store) == ["c/a"])
             // History: the state a write replaced, for reads at a past time.
-            #expect(try await store.read { r in try r.document(Self.db, path("c/a"), at: Timestamp(microseconds: 15)) } == a1)
-            #expect(try await store.read { r in try r.document(Self.db, path("c/a"), at: Timestamp(microseconds: 5)) } == nil)
-            #expect(try await store.read { r in try r.document(Self.db, path("c/a"), at: Timestamp(microseconds: 25)) } == a2)
+            #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 15)) == [a1])
+            #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 5)) == [nil])
+            #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 25)) == [a2])
 
             try await store.commit(Self.request(30, writing: ["c/a"])) { _ in
                 ([DocumentMutation(path: path("c/a"), document: nil, entries: [], oldEntries: IndexEntries.all(a2, []), previous: a2)], ())
             }
             #expect(try await stored(store, "c/a") == nil)
             #expect(try await entries(store).isEmpty)
-            #expect(try await store.read { r in try r.document(Self.db, path("c/a"), at: Timestamp(microseconds: 25)) } == a2)
+            #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 25)) == [a2])
+        }
+    }
+
+    @Test("An empty store reads no documents, no indexes and no commit time", arguments: Backend.allCases)
+    func emptyStoreReads(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let none = try await store.documents(Self.db, [], at: nil)
+            #expect(none.isEmpty)
+            #expect(try await store.documents(Self.db, [path("c/a"), path("c/a/d/b")], at: nil) == [nil, nil])
+            #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 5)) == [nil])
+            #expect(try await store.collectionIds(Self.db, parent: .root).isEmpty)
+            #expect(try await store.indexDefinitions().isEmpty)
+            #expect(try await store.lastCommitTime() == nil)
+        }
+    }
+
+    @Test("Point reads return documents in the order asked (repeats, missing ones, other databases), now and at past times", arguments: Backend.allCases)
+    func pointReads(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let a1 = Self.doc("c/a", 1, at: 10), b1 = Self.doc("c/b", 1, at: 10), nested = Self.doc("c/a/sub/x", 7, at: 10)
+            try await store.commit(Self.request(10, writing: ["c/a", "c/b", "c/a/sub/x"])) { _ in ([Self.put(a1), Self.put(b1), Self.put(nested)], ()) }
+            let a2 = Self.doc("c/a", 2, at: 20, created: 10)
+            try await store.commit(Self.request(20, writing: ["c/a", "c/b"])) { _ in
+                ([Self.put(a2, previous: a1), DocumentMutation(path: path("c/b"), document: nil, entries: [], oldEntries: IndexEntries.all(b1, []), previous: b1)], ())
+            }
+            let paths = ["c/b", "c/a", "c/missing", "c/a", "c/a/sub/x"].map(path)
+            #expect(try await store.documents(Self.db, paths, at: nil) == [nil, a2, nil, a2, nested])
+            #expect(try await store.documents(Self.db, paths, at: Timestamp(microseconds: 15)) == [b1, a1, nil, a1, nested])
+            #expect(try await store.documents(Self.db, paths, at: Timestamp(microseconds: 5)) == [nil, nil, nil, nil, nil])
+            #expect(try await store.documents(Self.db, paths, at: Timestamp(microseconds: 20)) == [nil, a2, nil, a2, nested])
+            #expect(try await store.documents("other", paths, at: nil) == [nil, nil, nil, nil, nil])
+            let viaReader = try await store.read { r in try paths.map { try r.document(Self.db, $0, at: Timestamp(microseconds: 15)) } }
+            #expect(viaReader == [b1, a1, nil, a1, nested])
+            #expect(try await store.lastCommitTime() == Timestamp(microseconds: 20))
+        }
+    }
+
+    @Test("collectionIds lists the collections directly under a parent, as they are now, in byte order", arguments: Backend.allCases)
+    func collectionIdsNow(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let names = ["b/1", "a/1", "a-x/1", "a/1/sub/2", "a/1/sub/3", "a/1/other/4", "a/2/deep/5", "a/1/sub/2/z/6"]
+            for (i, name) in names.enumerated() {
+                try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _ in ([Self.put(Self.doc(name, Int64(i), at: Int64(10 + i)))], ()) }
+            }
+            #expect(try await store.collectionIds(Self.db, parent: .root) == ["a", "a-x", "b"])
+            #expect(try await store.collectionIds(Self.db, parent: path("a/1")) == ["other", "sub"])
+            #expect(try await store.collectionIds(Self.db, parent: path("a/1/sub/2")) == ["z"])
+            #expect(try await store.collectionIds(Self.db, parent: path("b/1")).isEmpty)
+            #expect(try await store.collectionIds("other", parent: .root).isEmpty)
+            let viaReader = try await store.read { r in try r.collectionIds(Self.db, parent: path("a/1")) }
+            #expect(viaReader == ["other", "sub"])
+        }
+    }
+
+    @Test("A point read of several documents sees one snapshot: never half of a commit", arguments: Backend.allCases)
+    func pointReadsAreConsistent(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            try await store.commit(Self.request(1, writing: ["c/a", "c/b"])) { _ in
+                ([Self.put(Self.doc("c/a", 0, at: 1)), Self.put(Self.doc("c/b", 0, at: 1))], ())
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for i in 1...60 {
+                        let time = Int64(1 + i)
+                        try await store.commit(Self.request(time, writing: ["c/a", "c/b"])) { current in
+                            ([
+                                Self.put(Self.doc("c/a", Int64(i), at: time, created: 1), previous: current[0]),
+                                Self.put(Self.doc("c/b", Int64(i), at: time, created: 1), previous: current[1]),
+                            ], ())
+                        }
+                    }
+                }
+                for _ in 0..<2 {
+                    group.addTask {
+                        for _ in 0..<120 {
+                            let docs = try await store.documents(Self.db, [path("c/a"), path("c/b")], at: nil)
+                            #expect(docs[0]?.fields == docs[1]?.fields, "both documents of one commit, or neither")
+                            #expect(docs[0]?.updateTime == docs[1]?.updateTime)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
         }
     }
 
@@ -109,7 +195,7 @@ struct DocumentStoreConformanceTests {
             }
             #expect(planned.count.withLock { $0 } == 0)
             #expect(try await stored(store, "c/b") == nil)
-            #expect(try await store.read { r in try r.lastCommitTime() } == Timestamp(microseconds: 10))
+            #expect(try await store.lastCommitTime() == Timestamp(microseconds: 10))
             // Expectations that hold (stored update time, still missing) let it through.
             try await store.commit(Self.request(20, writing: ["c/b"], expecting: [("c/a", 10), ("c/other", nil)])) { _ in
                 ([Self.put(Self.doc("c/b", 1, at: 20))], ())
@@ -142,7 +228,7 @@ struct DocumentStoreConformanceTests {
             }
             for i in 0..<40 { #expect(try await stored(store, "c/d\(i)") == (i % 4 == 0 ? nil : Self.doc("c/d\(i)", Int64(i), at: Int64(100 + i)))) }
             #expect(try await entries(store).count == 30)
-            #expect(try await store.read { r in try r.lastCommitTime() } == Timestamp(microseconds: 139))
+            #expect(try await store.lastCommitTime() == Timestamp(microseconds: 139))
         }
     }
 
@@ -151,11 +237,11 @@ struct DocumentStoreConformanceTests {
         try await withStore(backend) { store in
             try await store.commit(Self.request(50, writing: ["c/a"])) { _ in ([Self.put(Self.doc("c/a", 1, at: 50))], ()) }
             try await store.commit(Self.request(40, writing: ["c/b"])) { _ in ([Self.put(Self.doc("c/b", 1, at: 40))], ()) }
-            #expect(try await store.read { r in try r.lastCommitTime() } == Timestamp(microseconds: 50))
+            #expect(try await store.lastCommitTime() == Timestamp(microseconds: 50))
             try await store.clear(Self.db, time: Timestamp(microseconds: 45))
-            #expect(try await store.read { r in try r.lastCommitTime() } == Timestamp(microseconds: 50))
+            #expect(try await store.lastCommitTime() == Timestamp(microseconds: 50))
             try await store.clear(Self.db, time: Timestamp(microseconds: 60))
-            #expect(try await store.read { r in try r.lastCommitTime() } == Timestamp(microseconds: 60))
+            #expect(try await store.lastCommitTime() == Timestamp(microseconds: 60))
         }
     }
 
@@ -168,7 +254,7 @@ struct DocumentStoreConformanceTests {
             try await store.clear(Self.db, time: Timestamp(microseconds: 12))
             #expect(try await stored(store, "c/a") == nil)
             #expect(try await entries(store).isEmpty)
-            #expect(try await store.read { r in try r.document("other", path("c/a")) } == Self.doc("c/a", 2, at: 11))
+            #expect(try await store.documents("other", [path("c/a")], at: nil).first! == Self.doc("c/a", 2, at: 11))
         }
     }
 
@@ -184,7 +270,7 @@ struct DocumentStoreConformanceTests {
             let created = try #require(try await store.createIndex(proposed) { doc, def in IndexEntries.composite(doc, def) })
             #expect(created.id == 16)
             #expect(try await store.createIndex(proposed) { doc, def in IndexEntries.composite(doc, def) } == nil)
-            #expect(try await store.read { r in try r.indexDefinitions() } == [created])
+            #expect(try await store.indexDefinitions() == [created])
             let backfilled = try await store.read { r in
                 var docs: [String] = []
                 try r.scanIndex(Self.db, scope: IndexScope.group("g").key, KeyRange(lower: nil, upper: nil), reverse: false) { e in
