@@ -109,13 +109,18 @@ public actor DatabaseEngine {
     /// not declare (a transport that refuses unindexed queries checks before a stream starts).
     public func checkIndexed(namespace: String, path: DatabasePath, query: DatabaseQuery?) async throws {
         guard let query else { return }
-        switch query.order {
-        case .key, .priority: return
+        if try await !isIndexed(namespace: namespace, path: path, order: query.order) {
+            throw DatabaseError(.invalidQuery, Self.indexNotDefined(query.order, at: path))
+        }
+    }
+
+    /// Whether a query at `path` in `order` is served by an index (orders by key and priority need none).
+    public func isIndexed(namespace: String, path: DatabasePath, order: DatabaseQuery.Order) async throws -> Bool {
+        switch order {
+        case .key, .priority: return true
         case .child, .value:
             let program = try await rules(namespace: namespace)
-            if !program.indexes.contains(where: { $0.matches(path) && $0.serves(query.order) }) {
-                throw DatabaseError(.invalidQuery, Self.indexNotDefined(query.order, at: path))
-            }
+            return program.indexes.contains { $0.matches(path) && $0.serves(order) }
         }
     }
 

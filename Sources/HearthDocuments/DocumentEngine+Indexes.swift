@@ -1,4 +1,4 @@
-public import HearthCore
+import HearthCore
 
 extension DocumentEngine {
     /// The composite indexes of a database (declared, created by an admin, or automatic), by id.

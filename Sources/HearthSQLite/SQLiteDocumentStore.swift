@@ -270,7 +270,7 @@ final class WALCheckpointer: Sendable {
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(10))
         timer.setEventHandler { [connection] in
             // Busy (another checkpoint running) or failed: the next tick, or the writer's own, does it.
-            try? connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            _ = try? connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
         }
         timer.resume()
     }

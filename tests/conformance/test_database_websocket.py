@@ -214,7 +214,8 @@ def test_query_listens_carry_their_tag_and_follow_the_window(db, admin):
     p = unique()
     db.put(f"/{p}.json", {"a": {"x": 3}, "b": {"x": 1}, "c": {"x": 2}, "d": {"x": 9}})
     q = {"i": "x", "l": 2, "vf": "l"}
-    assert admin.request("q", {"p": f"/{p}", "q": q, "t": 7, "h": ""}) == {"s": "ok", "d": {}}
+    # no `.indexOn` covers "x": served by scanning, with Firebase's warning
+    assert admin.request("q", {"p": f"/{p}", "q": q, "t": 7, "h": ""}) == {"s": "ok", "d": {"w": ["no_index"]}}
     assert admin.push() == {"a": "d", "b": {"p": p, "d": {"b": {"x": 1}, "c": {"x": 2}}, "t": 7}}
     db.put(f"/{p}/e.json", {"x": 0})  # enters the window, c leaves it
     assert admin.push() == {"a": "d", "b": {"p": p, "d": {"b": {"x": 1}, "e": {"x": 0}}, "t": 7}}
@@ -229,6 +230,19 @@ def test_query_listens_carry_their_tag_and_follow_the_window(db, admin):
     assert admin.request("g", {"p": f"/{p}", "q": {"i": ".key", "sp": "d"}}) == {"s": "ok", "d": {"d": {"x": 10}, "e": {"x": 0}}}
     bad = admin.request("q", {"p": f"/{p}", "q": {"l": 0}, "t": 9})
     assert bad["s"] == "failure"
+
+
+def test_indexed_query_listens_carry_no_warning(server):
+    ns, rest = rules_namespace(server, {".read": True, ".write": True, "scores": {".indexOn": ["points"]}})
+    rest.put("/scores.json", {"a": {"points": 3}, "b": {"points": 1}})
+    s = Socket(server, ns=ns)
+    try:
+        assert s.request("q", {"p": "/scores", "q": {"i": "points", "l": 1, "vf": "l"}, "t": 1, "h": ""}) == {"s": "ok", "d": {}}
+        assert s.push()["b"]["d"] == {"b": {"points": 1}}
+        assert s.request("q", {"p": "/scores", "q": {"i": "other", "l": 1, "vf": "l"}, "t": 2, "h": ""}) == {"s": "ok", "d": {"w": ["no_index"]}}
+        assert s.request("q", {"p": "/scores", "q": {"i": ".key", "l": 1, "vf": "l"}, "t": 3, "h": ""}) == {"s": "ok", "d": {}}
+    finally:
+        s.close()
 
 
 # MARK: writes

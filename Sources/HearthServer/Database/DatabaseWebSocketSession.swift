@@ -418,7 +418,13 @@ final class DatabaseWebSocketSession {
         try await send(DatabaseWebSocketOutbound.data("d", path: path, data: snapshot.node.exportJSON(), tag: tag))
         listens[ListenKey(path: path, query: rawQuery?.serialized() ?? "default")] = Listen(
             path: path, query: query, tag: tag, revision: snapshot.revision, shown: snapshot.node)
-        try await respond(id, "ok", .object([]))
+        // An order no `.indexOn` covers is served by scanning, with Firebase's warning (the SDKs
+        // log "Using an unspecified index…").
+        if let query, try await !engine.isIndexed(namespace: namespace, path: path, order: query.order) {
+            try await respond(id, "ok", .object([("w", .array([.string("no_index")]))]))
+        } else {
+            try await respond(id, "ok", .object([]))
+        }
     }
 
     /// Sends `c` for a listen the rules no longer allow and forgets it.
