@@ -9,11 +9,10 @@ struct ExportCommand: AsyncParsableCommand {
         abstract: "Export a data directory in the Firebase Emulator Suite's format (firebase emulators:export).",
         discussion: """
             Writes firebase-export-metadata.json, firestore_export/ (the default database, in the \
-            Firestore emulator's format), auth_export/ (accounts.json, config.json) and \
-            database_export/<namespace>.json, which `firebase emulators:start --import DIR` and \
+            Firestore emulator's format), auth_export/ (accounts.json, config.json), \
+            database_export/<namespace>.json and storage_export/ (buckets.json, metadata/, blobs/), which `firebase emulators:start --import DIR` and \
             `hearth import DIR` read. The export is written beside DIR and renamed into place when \
-            complete; an existing DIR must be empty or an earlier export (it is replaced). Storage \
-            objects are not exported yet. Run it while no server writes the data directory. \
+            complete; an existing DIR must be empty or an earlier export (it is replaced). Run it while no server writes the data directory. \
             See docs/import-export.md.
             """)
 
@@ -32,7 +31,7 @@ struct ExportCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure("hearth export: \(error)")
         }
-        print("exported \(data.standardizedFileURL.path) into \(directory): \(summary.documents) documents, \(summary.accounts) accounts, \(summary.namespaces.count) database namespaces (\(summary.leaves) values) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        print("exported \(data.standardizedFileURL.path) into \(directory): \(summary.documents) documents, \(summary.objects) objects, \(summary.accounts) accounts, \(summary.namespaces.count) database namespaces (\(summary.leaves) values) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 }
 
@@ -45,13 +44,12 @@ struct ImportCommand: AsyncParsableCommand {
             Reads and checks the whole export before writing anything, refuses a data directory \
             that already holds accounts or database data, and removes what it wrote if a write \
             fails: all or nothing. Passwords the Auth emulator kept in clear (its fakeHash) are \
-            hashed with Hearth's scrypt. Exports holding Storage data are refused unless --only \
-            leaves it out. Stop the server first. See docs/import-export.md.
+            hashed with Hearth's scrypt. Stop the server first. See docs/import-export.md.
             """)
 
     @Argument(help: "The export folder (it holds firebase-export-metadata.json).") var directory: String
     @OptionGroup var options: ProjectDataOptions
-    @Option(name: .customLong("only"), help: "Comma-separated services to import: auth, database, firestore. (default: every service in the export)")
+    @Option(name: .customLong("only"), help: "Comma-separated services to import: auth, database, firestore, storage. (default: every service in the export)")
     var only: String?
     @Flag(name: .customLong("quiet"), help: "Print only the final line.") var quiet = false
 
@@ -67,7 +65,7 @@ struct ImportCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure("hearth import: \(error)")
         }
-        print("imported \(directory) into \(data.standardizedFileURL.path): \(summary.documents) documents, \(summary.accounts) accounts, \(summary.namespaces.count) database namespaces (\(summary.leaves) values) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        print("imported \(directory) into \(data.standardizedFileURL.path): \(summary.documents) documents, \(summary.objects) objects, \(summary.accounts) accounts, \(summary.namespaces.count) database namespaces (\(summary.leaves) values) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 }
 

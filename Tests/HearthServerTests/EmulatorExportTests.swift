@@ -2,6 +2,7 @@ import Foundation
 import HearthAuth
 import HearthCore
 import HearthDatabase
+import HearthStorage
 import Testing
 
 @testable import HearthServer
@@ -79,5 +80,30 @@ import Testing
         #expect(throws: EmulatorExport.Failure.self) { try EmulatorExport.databaseTree(Array(#"{"a.b": 1}"#.utf8), file: "ns.json") }
         #expect(try EmulatorExport.namespace(ofFile: "demo-hearth-default-rtdb.json") == "demo-hearth-default-rtdb")
         #expect(throws: EmulatorExport.Failure.self) { try EmulatorExport.namespace(ofFile: "../x.json") }
+    }
+}
+
+@Suite struct EmulatorStorageExportTests {
+    @Test func objectPathsAreTheStorageEmulators() {
+        #expect(EmulatorExport.storagePath(bucket: "b", name: "photos/2024/cat picture.png") == "b/photos/2024/cat%20picture.png")
+        #expect(EmulatorExport.storagePath(bucket: "b", name: "top.txt") == "b/top.txt")
+        #expect(EmulatorExport.storagePath(bucket: "b", name: "a/folder/") == "b/a/folder%2F")
+        #expect(EmulatorExport.encodeURIComponent("ü-(x)!*'~_.?&=") == "%C3%BC-(x)!*'~_.%3F%26%3D")
+    }
+
+    @Test func theStorageEmulatorsMetadataParses() throws {
+        let text = #"""
+            {"name": "docs/a b.txt", "bucket": "b", "contentType": "text/plain", "metageneration": 1, "generation": 17,
+             "customMetadata": {"k": "v", "gone": null}, "downloadTokens": ["t1", "t2"], "size": 12, "md5Hash": "abc=",
+             "cacheControl": "no-cache"}
+            """#
+        let o = try EmulatorExport.storageObject(Array(text.utf8), file: "m.json")
+        #expect(o.bucket == "b" && o.name == "docs/a b.txt" && o.size == 12 && o.md5Base64 == "abc=")
+        #expect(o.attributes == ObjectAttributes(contentType: "text/plain", cacheControl: "no-cache", custom: ["k": "v"], downloadTokens: ["t1", "t2"]))
+        let legacy = try EmulatorExport.storageObject(Array(#"{"name": "n", "bucket": "b", "downloadTokens": "t1,t2"}"#.utf8), file: "m.json")
+        #expect(legacy.attributes.downloadTokens == ["t1", "t2"])
+        for bad in [#"{"name": "n"}"#, #"[]"#, #"{"name": "n", "bucket": "b", "size": -1}"#, #"{"name": "n", "bucket": "b", "downloadTokens": [1]}"#] {
+            #expect(throws: EmulatorExport.Failure.self) { try EmulatorExport.storageObject(Array(bad.utf8), file: "m.json") }
+        }
     }
 }

@@ -7,6 +7,8 @@ with a clear message, a non-zero exit status and nothing written."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -16,6 +18,10 @@ from pathlib import Path
 import pytest
 import requests
 
+from google.api_core.client_options import ClientOptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage
+
 from authutil import admin_app, create_service_account
 from conftest import PROJECT, TARGET, HearthServer
 
@@ -24,6 +30,19 @@ pytestmark = pytest.mark.skipif(TARGET != "hearth", reason="hearth export/import
 BIN = os.environ.get("HEARTH_BIN", "hearth")
 OWNER = {"Authorization": "Bearer owner"}
 NS = "export-conformance"
+BUCKET = f"{PROJECT}.appspot.com"
+
+
+def gcs(srv) -> storage.Client:
+    return storage.Client(project=PROJECT, credentials=AnonymousCredentials(),
+                          client_options=ClientOptions(api_endpoint=srv.storage_base))
+
+
+def objects(srv) -> dict:
+    out = {}
+    for blob in gcs(srv).list_blobs(BUCKET):
+        out[blob.name] = (blob.download_as_bytes(), blob.content_type, blob.cache_control, blob.metadata, blob.md5_hash)
+    return out
 
 
 def run(*args) -> subprocess.CompletedProcess:
@@ -69,6 +88,13 @@ def seed(srv):
     r = requests.put(f"http://127.0.0.1:{srv.ports['database']}/x.json", params={"ns": "second-ns"}, json=7,
                      headers=OWNER, timeout=30)
     assert r.status_code == 200, r.text
+    bucket = gcs(srv).bucket(BUCKET)
+    b = bucket.blob("photos/2024/cat picture.png")
+    b.metadata = {"owner": "alice"}
+    b.cache_control = "public, max-age=60"
+    b.upload_from_string(bytes(range(256)) * 40, content_type="image/png")
+    bucket.blob("top.txt").upload_from_string(b"hello", content_type="text/plain")
+    bucket.blob("empty").upload_from_string(b"")
 
 
 def user_view(u) -> tuple:
@@ -83,6 +109,7 @@ def test_export_then_import_round_trips_accounts_and_database(tmp_path):
         before_users = {uid: user_view(u) for uid, u in users(a).items()}
         before_db = db(a, "/.json", format="export").json()
         before_second = db(a, "/.json", ns="second-ns").json()
+        before_objects = objects(a)
     finally:
         a.stop()
     out = tmp_path / "export"
@@ -97,6 +124,11 @@ def test_export_then_import_round_trips_accounts_and_database(tmp_path):
     assert sorted(u["localId"] for u in accounts["users"]) == ["alice", "anon", "bob"]
     assert isinstance(json.loads((out / "auth_export" / "config.json").read_text()), dict)
     assert json.loads((out / "database_export" / f"{NS}.json").read_text()) == before_db
+    assert json.loads((out / "storage_export" / "buckets.json").read_text())["buckets"] == [{"id": BUCKET}]
+    blob = out / "storage_export" / "blobs" / BUCKET / "photos" / "2024" / "cat%20picture.png"
+    assert blob.read_bytes() == bytes(range(256)) * 40
+    meta = json.loads((out / "storage_export" / "metadata" / BUCKET / "photos" / "2024" / "cat%20picture.png.json").read_text())
+    assert meta["name"] == "photos/2024/cat picture.png" and meta["customMetadata"] == {"owner": "alice"}
 
     b = HearthServer(BIN, tmp_path / "b")
     proc = run("import", str(out), "--data-dir", str(b.data_dir))
@@ -107,6 +139,7 @@ def test_export_then_import_round_trips_accounts_and_database(tmp_path):
         assert {uid: user_view(u) for uid, u in users(b).items()} == before_users
         assert db(b, "/.json", format="export").json() == before_db
         assert db(b, "/.json", ns="second-ns").json() == before_second
+        assert objects(b) == before_objects
         assert sign_in(b, "alice@example.com", "alice-pw-1").status_code == 200
         assert sign_in(b, "alice@example.com", "wrong").status_code == 400
     finally:
@@ -125,6 +158,7 @@ def write_emulator_export(root: Path, version: str = "13.29.1") -> Path:
         "version": version,
         "auth": {"version": version, "path": "auth_export"},
         "database": {"version": "4.11.2", "path": "database_export"},
+        "storage": {"version": version, "path": "storage_export"},
     }))
     (root / "auth_export").mkdir()
     (root / "auth_export" / "accounts.json").write_text(json.dumps({
@@ -143,6 +177,20 @@ def write_emulator_export(root: Path, version: str = "13.29.1") -> Path:
     (root / "auth_export" / "config.json").write_text(json.dumps({"signIn": {"allowDuplicateEmails": False}}))
     (root / "database_export").mkdir()
     (root / "database_export" / f"{NS}.json").write_text(json.dumps({"a": {"b": 1, ".priority": 1.0}, "s": "t"}))
+    # The Storage emulator's export (storage/files.ts): blobs and metadata under bucket/folders/encodeURIComponent(file).
+    st = root / "storage_export"
+    (st / "blobs" / BUCKET / "docs").mkdir(parents=True)
+    (st / "metadata" / BUCKET / "docs").mkdir(parents=True)
+    (st / "buckets.json").write_text(json.dumps({"buckets": [{"id": BUCKET}]}))
+    data = b"emulator bytes\n" * 10
+    (st / "blobs" / BUCKET / "docs" / "a%20b.txt").write_bytes(data)
+    (st / "metadata" / BUCKET / "docs" / "a%20b.txt.json").write_text(json.dumps({
+        "name": "docs/a b.txt", "bucket": BUCKET, "contentType": "text/plain", "metageneration": 1, "generation": 1700000000000000,
+        "storageClass": "STANDARD", "contentDisposition": "inline", "contentEncoding": "identity",
+        "customMetadata": {"k": "v"}, "downloadTokens": ["6f2a3b1c-0000-4000-8000-000000000001"], "etag": "someETag",
+        "timeCreated": "2023-11-14T22:13:20.000Z", "updated": "2023-11-14T22:13:20.000Z", "size": len(data),
+        "md5Hash": base64.b64encode(hashlib.md5(data).digest()).decode(), "crc32c": "123",
+    }))
     return root
 
 
@@ -159,13 +207,22 @@ def test_import_of_an_emulator_suite_export(tmp_path):
         assert u.user_metadata.creation_timestamp == 1700000000000
         assert sign_in(srv, "emu@example.com", "emu-secret").status_code == 200
         assert db(srv, "/.json", format="export").json() == {"a": {".priority": 1, "b": 1}, "s": "t"}
+        blob = gcs(srv).bucket(BUCKET).get_blob("docs/a b.txt")
+        assert blob.download_as_bytes() == b"emulator bytes\n" * 10
+        assert (blob.content_type, blob.content_disposition) == ("text/plain", "inline")
+        # GCS shows the download tokens as firebaseStorageDownloadTokens, as production does.
+        assert blob.metadata == {"k": "v", "firebaseStorageDownloadTokens": "6f2a3b1c-0000-4000-8000-000000000001"}
+        # The download token survives: the Firebase SDKs' download URL works.
+        url = (f"{srv.storage_base}/v0/b/{BUCKET}/o/docs%2Fa%20b.txt?alt=media"
+               f"&token=6f2a3b1c-0000-4000-8000-000000000001")
+        assert requests.get(url, timeout=30).content == b"emulator bytes\n" * 10
     finally:
         srv.stop()
 
 
 @pytest.mark.parametrize("damage", [
     "no-metadata", "unknown-version", "corrupt-metadata", "corrupt-accounts", "bad-database-key", "bad-hash",
-    "firestore-missing", "storage-unsupported",
+    "firestore-missing", "storage-bad-md5", "storage-missing-blob",
 ])
 def test_bad_exports_are_refused_and_nothing_is_imported(tmp_path, damage):
     src = write_emulator_export(tmp_path / "emu-export", version="99.0.0" if damage == "unknown-version" else "13.29.1")
@@ -187,10 +244,10 @@ def test_bad_exports_are_refused_and_nothing_is_imported(tmp_path, damage):
         m["firestore"] = {"version": "1.19.9", "path": "firestore_export",
                           "metadata_file": "firestore_export/firestore_export.overall_export_metadata"}
         meta.write_text(json.dumps(m))
-    elif damage == "storage-unsupported":
-        m = json.loads(meta.read_text())
-        m["storage"] = {"version": "13.29.1", "path": "storage_export"}
-        meta.write_text(json.dumps(m))
+    elif damage == "storage-bad-md5":
+        (src / "storage_export" / "blobs" / BUCKET / "docs" / "a%20b.txt").write_bytes(b"tampered")
+    elif damage == "storage-missing-blob":
+        (src / "storage_export" / "blobs" / BUCKET / "docs" / "a%20b.txt").unlink()
     data_dir = tmp_path / "data"
     proc = run("import", str(src), "--data-dir", str(data_dir))
     assert proc.returncode != 0, proc.stdout
@@ -199,7 +256,7 @@ def test_bad_exports_are_refused_and_nothing_is_imported(tmp_path, damage):
     good = write_emulator_export(tmp_path / "good")
     proc = run("import", str(good), "--data-dir", str(data_dir))
     assert proc.returncode == 0, proc.stderr
-    if damage == "storage-unsupported":
+    if damage.startswith("storage"):
         proc = run("import", str(src), "--data-dir", str(tmp_path / "other"), "--only", "auth,database")
         assert proc.returncode == 0, proc.stderr
 

@@ -5,6 +5,7 @@ import HearthCore
 import HearthDatabase
 import HearthDocuments
 import HearthSQLite
+import HearthStorage
 
 /// Exports a data directory into the Emulator Suite's format, and imports such an export into
 /// an empty data directory (offline: the server must not be running on it).
@@ -24,6 +25,22 @@ package struct EmulatorExportRunner {
         package var namespaces: [String] = []
         package var leaves = 0
         package var documents = 0
+        package var objects = 0
+    }
+
+    /// Every object of every bucket.
+    func allObjects(_ store: ObjectStore) async throws -> (buckets: [String], objects: [StorageObject]) {
+        var objects: [StorageObject] = []
+        let buckets = try await store.buckets().map(\.name)
+        for bucket in buckets {
+            var after: String? = nil
+            repeat {
+                let page = try await store.list(bucket, .init(after: after))
+                objects += page.objects
+                after = page.next
+            } while after != nil
+        }
+        return (buckets, objects)
     }
 
     static let firestoreDatabase = "(default)"
@@ -59,7 +76,8 @@ package struct EmulatorExportRunner {
     package func isEmpty() async throws -> Bool {
         let accounts = try await openAuthStore().read { try $0.accounts(after: nil, limit: 1).count }
         guard try await accounts == 0, try await openDatabaseStore().namespaces().isEmpty else { return false }
-        return try await allDocuments(openDocumentStore()).isEmpty
+        guard try await allDocuments(openDocumentStore()).isEmpty else { return false }
+        return try await allObjects(ObjectStore.open(directory: dataDirectory)).objects.isEmpty
     }
 
     // MARK: Export
@@ -149,6 +167,29 @@ package struct EmulatorExportRunner {
             summary.documents = documents.count
             progress("firestore: \(documents.count) documents")
 
+            // Storage: bucket ids, and each object's bytes and metadata.
+            let objectStore = try ObjectStore.open(directory: dataDirectory)
+            let (buckets, objects) = try await allObjects(objectStore)
+            let stDir = staging.appendingPathComponent("storage_export")
+            try fm.createDirectory(at: stDir.appendingPathComponent("blobs"), withIntermediateDirectories: true)
+            try fm.createDirectory(at: stDir.appendingPathComponent("metadata"), withIntermediateDirectories: true)
+            try write(
+                JSON.object([("buckets", .array(buckets.map { JSON.object([("id", .string($0))]) }))]),
+                to: stDir.appendingPathComponent("buckets.json"))
+            for (i, object) in objects.enumerated() {
+                let rel = EmulatorExport.storagePath(bucket: object.bucket, name: object.name)
+                let blob = stDir.appendingPathComponent("blobs").appendingPathComponent(rel)
+                let meta = stDir.appendingPathComponent("metadata").appendingPathComponent(rel + ".json")
+                try fm.createDirectory(at: blob.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try fm.createDirectory(at: meta.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try Data(try await objectStore.bytes(object)).write(to: blob)
+                try write(EmulatorExport.storageMetadataJSON(object), to: meta)
+                if (i + 1) % 100 == 0 { progress("storage: \(i + 1) of \(objects.count) objects") }
+            }
+            paths[.storage] = "storage_export"
+            summary.objects = objects.count
+            progress("storage: \(objects.count) objects in \(buckets.count) buckets")
+
             let metadata = EmulatorExport.Metadata(version: EmulatorExport.writtenVersion, paths: paths)
             try write(metadata.json, to: staging.appendingPathComponent(EmulatorExport.metadataFile))
             if replacing { try fm.removeItem(at: destination) }
@@ -180,10 +221,6 @@ package struct EmulatorExportRunner {
         }
         let metadata = try EmulatorExport.Metadata.parse(Array(metadataBytes))
         let wanted = only ?? Set(EmulatorExport.Service.allCases)
-        for service in [EmulatorExport.Service.storage] where metadata.paths[service] != nil && wanted.contains(service) {
-            throw EmulatorExport.Failure(
-                "the export holds \(service.rawValue) data, which `hearth import` cannot read yet; pass --only auth,database,firestore to import the rest")
-        }
 
         // 1. Read and check everything.
         var accounts: [(Account, EmulatorExport.ImportedPassword?)] = []
@@ -218,6 +255,13 @@ package struct EmulatorExportRunner {
             progress("firestore: read \(documents.count) documents")
         }
 
+        var objects: [(EmulatorExport.ImportedObject, URL)] = []
+        var bucketIDs: [String] = []
+        if let path = metadata.paths[.storage], wanted.contains(.storage) {
+            (bucketIDs, objects) = try readStorage(source.appendingPathComponent(path), folder: path)
+            progress("storage: read \(objects.count) objects")
+        }
+
         // 2. The target must be empty.
         let auth = try openAuthStore()
         let database = try openDatabaseStore()
@@ -231,6 +275,11 @@ package struct EmulatorExportRunner {
                 return false
             }
             return any
+        }
+        let objectStore = try ObjectStore.open(directory: dataDirectory)
+        let existingObjects = try await allObjects(objectStore).objects.count
+        guard existingObjects == 0 else {
+            throw EmulatorExport.Failure("\(dataDirectory.path) already holds Storage objects; import into a new or empty data directory")
         }
         guard !hasDocuments else {
             throw EmulatorExport.Failure("\(dataDirectory.path) already holds Firestore documents; import into a new or empty data directory")
@@ -258,6 +307,7 @@ package struct EmulatorExportRunner {
         var summary = Summary()
         var written: [String] = []
         var writtenDocuments: [ResourcePath] = []
+        var writtenObjects: [(String, String)] = []
         do {
             let toSave = ready
             try await auth.write { w in
@@ -299,7 +349,23 @@ package struct EmulatorExportRunner {
                 }
                 summary.documents = documents.count
             }
+            for bucket in bucketIDs { _ = try await objectStore.createBucket(bucket, ifMissing: true) }
+            for (i, (object, blob)) in objects.enumerated() {
+                guard let data = fm.contents(atPath: blob.path) else { throw EmulatorExport.Failure("cannot read \(blob.path)") }
+                _ = try await objectStore.createBucket(object.bucket, ifMissing: true)
+                let stored = try await objectStore.put(object.bucket, object.name, Array(data), attributes: object.attributes)
+                writtenObjects.append((object.bucket, object.name))
+                if let size = object.size, size != stored.size {
+                    throw EmulatorExport.Failure("storage: \(object.bucket)/\(object.name) has \(stored.size) bytes, its metadata says \(size)")
+                }
+                if let md5 = object.md5Base64, md5 != stored.md5Base64 {
+                    throw EmulatorExport.Failure("storage: the bytes of \(object.bucket)/\(object.name) do not match its md5Hash")
+                }
+                if (i + 1) % 100 == 0 { progress("storage: imported \(i + 1) of \(objects.count) objects") }
+            }
+            summary.objects = objects.count
         } catch {
+            for (bucket, name) in writtenObjects { try? await objectStore.delete(bucket, name) }
             if !writtenDocuments.isEmpty, let engine = try? await DocumentEngine(store: documentStore) {
                 let db = DatabaseName(project: project, database: Self.firestoreDatabase)
                 for start in stride(from: 0, to: writtenDocuments.count, by: 500) {
@@ -358,5 +424,45 @@ extension EmulatorExportRunner {
         } catch let e as FirestoreExportFormat.Failure {
             throw EmulatorExport.Failure("firestore export: \(e.description)")
         }
+    }
+}
+
+extension EmulatorExportRunner {
+    /// The buckets and objects of a `storage_export` folder: every `metadata/….json` with its
+    /// blob, checked before anything is written.
+    func readStorage(_ dir: URL, folder: String) throws -> ([String], [(EmulatorExport.ImportedObject, URL)]) {
+        let fm = FileManager.default
+        guard let bucketsData = fm.contents(atPath: dir.appendingPathComponent("buckets.json").path) else {
+            throw EmulatorExport.Failure("\(folder)/buckets.json is missing")
+        }
+        let bucketsJSON: JSON
+        do { bucketsJSON = try JSON.parse(Array(bucketsData)) } catch { throw EmulatorExport.Failure("\(folder)/buckets.json is not JSON: \(error.message)") }
+        guard let list = bucketsJSON["buckets"]?.arrayValue else { throw EmulatorExport.Failure("\(folder)/buckets.json has no \"buckets\" list") }
+        let buckets = try list.map { b in
+            guard let id = b["id"]?.stringValue, !id.isEmpty else { throw EmulatorExport.Failure("\(folder)/buckets.json: a bucket has no id") }
+            return id
+        }
+        let metadataDir = dir.appendingPathComponent("metadata").standardizedFileURL
+        let blobsDir = dir.appendingPathComponent("blobs")
+        var out: [(EmulatorExport.ImportedObject, URL)] = []
+        guard let walker = fm.enumerator(at: metadataDir, includingPropertiesForKeys: [.isRegularFileKey]) else { return (buckets, []) }
+        var seen = Set<String>()
+        for case let url as URL in walker {
+            guard (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true, url.pathExtension == "json" else { continue }
+            let full = url.standardizedFileURL.path
+            guard full.hasPrefix(metadataDir.path + "/") else { continue }
+            let rel = String(full.dropFirst(metadataDir.path.count + 1).dropLast(".json".count))
+            guard let data = fm.contents(atPath: url.path) else { throw EmulatorExport.Failure("cannot read \(url.path)") }
+            let object = try EmulatorExport.storageObject(Array(data), file: "\(folder)/metadata/\(rel).json")
+            let blob = blobsDir.appendingPathComponent(rel)
+            guard fm.fileExists(atPath: blob.path) else {
+                throw EmulatorExport.Failure("\(folder)/blobs/\(rel) is missing (the bytes of \(object.bucket)/\(object.name))")
+            }
+            guard seen.insert(object.bucket + "/" + object.name).inserted else {
+                throw EmulatorExport.Failure("\(folder): \(object.bucket)/\(object.name) appears twice")
+            }
+            out.append((object, blob))
+        }
+        return (buckets, out.sorted { ($0.0.bucket, $0.0.name) < ($1.0.bucket, $1.0.name) })
     }
 }
