@@ -49,6 +49,11 @@ public final class SQLiteDatabaseTreeStore: DatabaseTreeStore {
         return DatabaseLeaf(path: DatabasePathKey.decode(Array(key)), value: row[1])
     }
 
+    /// Every namespace that holds data, in order (exports).
+    public func namespaces() async throws -> [String] {
+        try await pool.read { db in try String.fetchAll(db, sql: "SELECT DISTINCT ns FROM rtdb_leaves ORDER BY ns") }
+    }
+
     public func subtree(namespace: String, at path: DatabasePath) async throws -> DatabaseSubtree {
         let (lower, upper) = DatabasePathKey.subtreeRange(path)
         return try await pool.read { db in

@@ -119,6 +119,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
     var logLevel: String?
 
+    @Option(name: .customLong("import"), help: "Import this Firebase Emulator Suite export (firebase emulators:export, hearth export) at start, if the data directory holds no accounts or database data yet; see docs/import-export.md.")
+    var importDirectory: String?
+
+    @Flag(name: .customLong("export-on-exit"), help: "On a clean shutdown, export the data directory into the --import folder (as firebase emulators:start --export-on-exit).")
+    var exportOnExit = false
+
     func run() async throws {
         let env = ProcessInfo.processInfo.environment
         let firebase = FirebaseJSON.load(directory: FileManager.default.currentDirectoryPath)
@@ -233,9 +239,14 @@ struct Serve: AsyncParsableCommand {
                 logger.notice("admin token from the data directory", metadata: ["file": "\(credential.tokenFile.path)"])
             }
         }
+        if exportOnExit && importDirectory == nil { throw ValidationError("--export-on-exit needs --import DIR (the folder it exports into).") }
+        if let importDirectory { try await Self.importAtStart(importDirectory, config: config, logger: logger) }
         let server = try await HearthServer.open(config, logger: logger)
         logger.notice("starting", metadata: ["project": "\(config.project)", "mode": "\(config.emulator ? "emulator" : "production")"])
-        guard let firstRun else { return try await server.run() }
+        guard let firstRun else {
+            try await server.run()
+            return try await exportAtExit(config, logger: logger)
+        }
         let configuration = config
         let (ports, portsReady) = AsyncStream.makeStream(of: [String: Int].self)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -263,6 +274,36 @@ struct Serve: AsyncParsableCommand {
             }
             try await group.waitForAll()
         }
+        try await exportAtExit(configuration, logger: logger)
+    }
+
+    /// `--import DIR`: into a data directory that holds no accounts or database data yet;
+    /// one that does keeps its data (it is the state the previous run left, or exported).
+    static func importAtStart(_ directory: String, config: ServerConfiguration, logger: Logger) async throws {
+        let runner = EmulatorExportRunner(
+            dataDirectory: URL(fileURLWithPath: config.dataDirectory), project: config.project, passwordHashing: config.auth.passwordHashing)
+        guard try await runner.isEmpty() else {
+            logger.notice("--import: the data directory already holds data; keeping it", metadata: ["import": "\(directory)"])
+            return
+        }
+        do {
+            let summary = try await runner.importing(from: URL(fileURLWithPath: directory)) { line in
+                logger.info("import: \(line)")
+            }
+            logger.notice("imported", metadata: [
+                "from": "\(directory)", "accounts": "\(summary.accounts)", "namespaces": "\(summary.namespaces.count)",
+            ])
+        } catch {
+            throw CommandFailure("hearth serve --import \(directory): \(error)")
+        }
+    }
+
+    /// `--export-on-exit`: after a clean shutdown.
+    func exportAtExit(_ config: ServerConfiguration, logger: Logger) async throws {
+        guard exportOnExit, let importDirectory else { return }
+        let summary = try await EmulatorExportRunner(dataDirectory: URL(fileURLWithPath: config.dataDirectory), project: config.project)
+            .export(to: URL(fileURLWithPath: importDirectory)) { line in logger.info("export: \(line)") }
+        logger.notice("exported on exit", metadata: ["to": "\(importDirectory)", "accounts": "\(summary.accounts)", "namespaces": "\(summary.namespaces.count)"])
     }
 
     /// The exit status when the TLS certificate or key is refused at start-up.
