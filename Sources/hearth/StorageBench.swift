@@ -34,7 +34,7 @@ struct StorageBench {
             count = Self.largeSize
         }
         let source = dir + "/storage-bench-source.bin"
-        FileManager.default.createFile(atPath: source, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: source, contents: Data(bytes))
         let large = ByteBuffer(bytes: bytes)
 
         // Uploads and the disk copy take turns, round after round, so that all of them meet the
@@ -102,7 +102,7 @@ struct StorageBench {
     static func diskCopy(from: String, to: String) throws -> Double {
         let start = ContinuousClock.now
         guard let input = FileHandle(forReadingAtPath: from) else { throw BenchError("cannot open \(from)") }
-        FileManager.default.createFile(atPath: to, contents: nil)
+        _ = FileManager.default.createFile(atPath: to, contents: nil)
         guard let output = FileHandle(forWritingAtPath: to) else { throw BenchError("cannot open \(to)") }
         while let chunk = try input.read(upToCount: 256 * 1024), !chunk.isEmpty { try output.write(contentsOf: chunk) }
         try output.synchronize()

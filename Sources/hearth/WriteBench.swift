@@ -106,7 +106,7 @@ struct FirestoreEmulator {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["start", "--host=127.0.0.1", "--port=\(port)", "--project_id=demo-hearth"]
         let log = scratch + "/emulator.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: log)
         process.standardError = process.standardOutput
         try process.run()

@@ -75,7 +75,7 @@ package struct EmulatorExportRunner {
     /// Whether the data directory holds no accounts and no database data.
     package func isEmpty() async throws -> Bool {
         let accounts = try await openAuthStore().read { try $0.accounts(after: nil, limit: 1).count }
-        guard try await accounts == 0, try await openDatabaseStore().namespaces().isEmpty else { return false }
+        guard accounts == 0, try await openDatabaseStore().namespaces().isEmpty else { return false }
         guard try await allDocuments(openDocumentStore()).isEmpty else { return false }
         return try await allObjects(ObjectStore.open(directory: dataDirectory)).objects.isEmpty
     }

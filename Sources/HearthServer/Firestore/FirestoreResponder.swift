@@ -1,5 +1,5 @@
 public import Hummingbird
-public import Logging
+import Logging
 
 /// The Firestore port: gRPC (`content-type: application/grpc…`, over HTTP/2) goes to the gRPC
 /// service, everything else to the REST API.

@@ -1,6 +1,6 @@
 public import HearthCore
 public import HearthDocuments
-public import HearthRules
+import HearthRules
 public import Logging
 
 /// Security rules on Firestore requests: which callers the rules judge, the requests they
