@@ -101,6 +101,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("api-port"), help: "App API port (file registry, App Check, /openapi.json, /healthz); 0 picks a free port. (default: 8000, or firebase.json's emulators.api.port)")
     var apiPort: Int?
 
+    @Option(name: .customLong("metrics-port"), help: "Serve Prometheus /metrics (and /healthz) on a port of its own too; 0 picks a free port (env HEARTH_METRICS_PORT; ready-file key \"metrics\"). (default: only the api port's /metrics)")
+    var metricsPort: Int?
+
     @Option(name: .customLong("api-config"), help: "JSON file with the file registry's settings: bucket, maxUploadBytes, contentTypes, strictUploads, presignExpiresSeconds, pendingTimeoutSeconds, sweepIntervalSeconds, s3PublicURL, externalS3 {endpoint, bucket} (env HEARTH_API_CONFIG; see docs/app-backend.md). The presigning key comes from HEARTH_API_S3_ACCESS_KEY_ID and HEARTH_API_S3_SECRET_ACCESS_KEY (required with externalS3), else the server makes its own.")
     var apiConfig: String?
 
@@ -118,6 +121,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
     var logLevel: String?
+
+    @Option(name: .customLong("log-format"), help: "text or json: one JSON object per line on standard error, with the request's request_id (env HEARTH_LOG_FORMAT). (default: text)")
+    var logFormat: String?
 
     func run() async throws {
         let env = ProcessInfo.processInfo.environment
@@ -175,6 +181,7 @@ struct Serve: AsyncParsableCommand {
         }
         // The api port (docs/app-backend.md).
         config.ports["api"] = apiPort ?? firebase.ports["api"] ?? ServerConfiguration.defaultPorts["api"]!
+        if let port = metricsPort ?? env["HEARTH_METRICS_PORT"].flatMap(Int.init) { config.ports["metrics"] = port }
         if let file = apiConfig ?? env["HEARTH_API_CONFIG"] {
             do { config.api = try APIConfiguration.load(file) } catch let error as HearthError { throw ValidationError("--api-config: \(error.message)") }
         }
@@ -209,11 +216,17 @@ struct Serve: AsyncParsableCommand {
         let level = Logger.Level(rawValue: logLevel ?? env["HEARTH_LOG_LEVEL"] ?? "info") ?? .info
         let recentErrors = RecentErrors()
         config.recentErrors = recentErrors
-        LoggingSystem.bootstrap { label in
-            var h = StreamLogHandler.standardError(label: label)
-            h.logLevel = level
-            return MultiplexLogHandler([h, recentErrors.handler(label: label)])
-        }
+        let format = logFormat ?? env["HEARTH_LOG_FORMAT"] ?? "text"
+        guard ["text", "json"].contains(format) else { throw ValidationError("--log-format must be text or json.") }
+        LoggingSystem.bootstrap(
+            { label, provider in
+                var h: any LogHandler =
+                    format == "json"
+                    ? JSONLogHandler(label: label, metadataProvider: provider)
+                    : StreamLogHandler.standardError(label: label, metadataProvider: provider)
+                h.logLevel = level
+                return MultiplexLogHandler([h, recentErrors.handler(label: label)])
+            }, metadataProvider: HearthLogging.metadataProvider)
         let logger = Logger(label: "hearth")
         // Production mode always has an admin credential: the one given, else the data directory's (docs/production.md).
         var firstRun: (credential: FirstRunCredential, account: CreatedServiceAccount?)?
