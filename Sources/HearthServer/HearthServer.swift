@@ -262,9 +262,12 @@ public struct HearthServer: Sendable {
             watcher.rememberCurrentVersion()  // openDatabase loaded it
             services.append(watcher)
         }
-        let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        // SIGTERM/SIGINT: every listener stops accepting and drains (the services shut down in
+        // reverse order); past the deadline what is still open (streams) is cancelled.
+        var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+        groupConfiguration.maximumCancellationDuration = .seconds(5)
+        try await ServiceGroup(configuration: groupConfiguration).run()
         logger.notice("stopped")
     }
 }

@@ -101,6 +101,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("api-port"), help: "App API port (file registry, App Check, /openapi.json, /healthz); 0 picks a free port. (default: 8000, or firebase.json's emulators.api.port)")
     var apiPort: Int?
 
+    @Option(name: .customLong("shutdown-timeout"), help: "Seconds SIGTERM/SIGINT waits for in-flight requests and open streams to finish before cancelling them (env HEARTH_SHUTDOWN_TIMEOUT). (default: 10)")
+    var shutdownTimeout: Double?
+
     @Option(name: .customLong("metrics-port"), help: "Serve Prometheus /metrics (and /healthz) on a port of its own too; 0 picks a free port (env HEARTH_METRICS_PORT; ready-file key \"metrics\"). (default: only the api port's /metrics)")
     var metricsPort: Int?
 
@@ -153,6 +156,10 @@ struct Serve: AsyncParsableCommand {
             config.authLinkDomains = loaded.linkDomains
         }
         config.readyFile = readyFile
+        if let seconds = shutdownTimeout ?? env["HEARTH_SHUTDOWN_TIMEOUT"].flatMap(Double.init) {
+            guard seconds.isFinite, seconds >= 0, seconds <= 86400 else { throw ValidationError("--shutdown-timeout must be between 0 and 86400 seconds.") }
+            config.shutdownTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
+        }
         config.emulator = emulator
         config.adminToken = adminToken ?? env["HEARTH_ADMIN_TOKEN"]
         config.strictIndexes = strictIndexes
