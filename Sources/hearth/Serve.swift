@@ -43,6 +43,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("auth-port"), help: "Firebase Auth port (Identity Toolkit, Secure Token, public keys); 0 picks a free port. (default: 9099)")
     var authPort: Int?
 
+    @Option(name: .customLong("auth-attempts-per-ip"), help: "Production mode: password sign-ins, and separately sign-ups, one client address may make in 5 minutes before TOO_MANY_ATTEMPTS_TRY_LATER (env HEARTH_AUTH_ATTEMPTS_PER_IP; the address behind --trusted-proxy). (default: 100)")
+    var authAttemptsPerIP: Int?
+
+    @Option(name: .customLong("auth-failures-per-account"), help: "Production mode: failed password sign-ins per account, and sign-ups of an address already registered, in 5 minutes before TOO_MANY_ATTEMPTS_TRY_LATER (env HEARTH_AUTH_FAILURES_PER_ACCOUNT). (default: 10)")
+    var authFailuresPerAccount: Int?
+
     @Option(name: .customLong("auth-config"), help: "JSON file with the OpenID Connect providers accounts:signInWithIdp trusts and the hosts email action links may use: {\"identityProviders\":[{\"providerId\",\"issuer\",\"clientIds\",\"jwks\"|\"jwksFile\"}],\"linkDomains\":[…]} (see docs/auth.md).")
     var authConfig: String?
 
@@ -156,6 +162,14 @@ struct Serve: AsyncParsableCommand {
             config.authLinkDomains = loaded.linkDomains
         }
         config.readyFile = readyFile
+        if let n = authAttemptsPerIP ?? env["HEARTH_AUTH_ATTEMPTS_PER_IP"].flatMap(Int.init) {
+            guard n >= 1 else { throw ValidationError("--auth-attempts-per-ip must be at least 1.") }
+            config.auth.addressAttemptLimit = n
+        }
+        if let n = authFailuresPerAccount ?? env["HEARTH_AUTH_FAILURES_PER_ACCOUNT"].flatMap(Int.init) {
+            guard n >= 1 else { throw ValidationError("--auth-failures-per-account must be at least 1.") }
+            config.auth.accountFailureLimit = n
+        }
         if let seconds = shutdownTimeout ?? env["HEARTH_SHUTDOWN_TIMEOUT"].flatMap(Double.init) {
             guard seconds.isFinite, seconds >= 0, seconds <= 86400 else { throw ValidationError("--shutdown-timeout must be between 0 and 86400 seconds.") }
             config.shutdownTimeout = .milliseconds(Int64((seconds * 1000).rounded()))

@@ -5,6 +5,7 @@ every response carries an `X-Request-Id`."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -174,3 +175,29 @@ def test_readyz_probes_listeners_and_stores(srv):
     assert r.status_code == 200 and r.json() == {"status": "ready"}
     assert not any(name.startswith(".readyz-probe") for name in os.listdir(srv.data_dir))
     assert requests.get(f"http://127.0.0.1:{srv.ports['metrics']}/healthz", timeout=10).json() == {"status": "ok"}
+
+
+def test_json_logs_carry_the_request_id(tmp_path_factory):
+    rules = tmp_path_factory.mktemp("json-log-rules") / "firestore.rules"
+    rules.write_text(RULES)
+    s = start(tmp_path_factory, "json-logs", emulator=True, service_account=False,
+              extra_args=("--log-format", "json", "--log-level", "debug", "--firestore-rules", str(rules)))
+    try:
+        rid = "trace-" + uuid.uuid4().hex
+        r = requests.get(f"{s.rest_base}/v1/projects/{PROJECT}/databases/(default)/documents/locked/x",
+                         headers={"X-Request-Id": rid}, timeout=10)
+        assert r.status_code == 403 and r.headers["X-Request-Id"] == rid
+        deadline = time.monotonic() + 5
+        while True:
+            lines = [line for line in s._log_path.read_text().splitlines() if line.strip()]
+            records = [json.loads(line) for line in lines]  # every line is one JSON object
+            mine = [rec for rec in records if rec.get("request_id") == rid]
+            if mine or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert mine, lines[-5:]
+        assert mine[0]["message"] == "rules denied" and mine[0]["level"] == "debug" and mine[0]["label"] == "hearth"
+        assert all({"time", "level", "label", "message", "source"} <= rec.keys() for rec in records)
+        assert any(rec["message"] == "api listening" and "port" in rec for rec in records)
+    finally:
+        s.stop()
