@@ -201,3 +201,19 @@ def test_json_logs_carry_the_request_id(tmp_path_factory):
         assert any(rec["message"] == "api listening" and "port" in rec for rec in records)
     finally:
         s.stop()
+
+
+def test_open_websockets_are_a_gauge(srv):
+    import websocket
+
+    before = value(scrape(srv), "hearth_open_streams", service="database", kind="websocket")
+    ws = websocket.create_connection(f"ws://127.0.0.1:{srv.ports['database']}/.ws?v=5&ns=conformance", timeout=10)
+    try:
+        assert json.loads(ws.recv())["t"] == "c"  # the hello
+        assert value(scrape(srv), "hearth_open_streams", service="database", kind="websocket") == before + 1
+    finally:
+        ws.close()
+    deadline = time.monotonic() + 10
+    while value(scrape(srv), "hearth_open_streams", service="database", kind="websocket") != before:
+        assert time.monotonic() < deadline, "the WebSocket was never counted as closed"
+        time.sleep(0.1)
