@@ -91,6 +91,7 @@ def test_firestore_commits_requests_and_rules_counters_move(srv, monkeypatch):
     assert delta("hearth_firestore_commit_duration_seconds_count") == 3
     assert delta("hearth_http_requests_total", service="firestore", method="POST", route="Commit") == 3
     assert delta("hearth_http_request_duration_seconds_count", service="firestore", route="Commit") == 3
+    assert delta("hearth_grpc_requests_total", method="Commit", code="OK") == 3
     assert delta("hearth_rules_evaluations_total", service="firestore") == 1
     assert delta("hearth_rules_denials_total", service="firestore") == 1
     assert delta("hearth_http_errors_total", service="firestore", status="403") == 1
