@@ -49,6 +49,8 @@ let package = Package(
         .package(url: "https://github.com/grpc/grpc-swift-2.git", from: "2.4.3"),
         .package(url: "https://github.com/grpc/grpc-swift-nio-transport.git", from: "2.9.2"),
         .package(url: "https://github.com/grpc/grpc-swift-protobuf.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Values, paths, ordering, limits, errors, JSON — no I/O.
@@ -73,7 +75,7 @@ let package = Package(
         // The document engine: writes, transforms, queries, transactions, indexes.
         .target(
             name: "HearthDocuments",
-            dependencies: ["HearthCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["HearthCore", .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: swiftSettings
         ),
         // The Realtime Database engine: JSON trees, limits, push ids, queries, the change feed — no HTTP, no SQL.
@@ -89,6 +91,7 @@ let package = Package(
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthAuth", "HearthDatabase", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -113,6 +116,7 @@ let package = Package(
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthStorage",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -154,6 +158,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             // The web console's pages, compiled into the binary (no npm, no CDN, no files beside it).
             resources: [

@@ -2,6 +2,7 @@ public import HearthCore
 public import Logging
 import Synchronization
 import Foundation
+import CoreMetrics
 
 /// How a read chooses its snapshot.
 public enum ReadConsistency: Sendable, Equatable {
@@ -156,8 +157,30 @@ public final class DocumentEngine: Sendable {
 
     /// Commits writes atomically (and, with a transaction, only if its reads still hold).
     /// `authorizer` (security rules) sees every planned change before anything is stored.
+    /// Counted as `hearth_firestore_commits_total{outcome}` and timed as
+    /// `hearth_firestore_commit_duration_seconds` (whatever transport asked).
     public func commit(
         _ database: DatabaseName, _ writes: [Write], transaction: TransactionID? = nil, authorizer: (any WriteAuthorizer)? = nil
+    ) async throws -> CommitResult {
+        let start = DispatchTime.now().uptimeNanoseconds
+        do {
+            let result = try await commitUnmeasured(database, writes, transaction: transaction, authorizer: authorizer)
+            Self.measureCommit(start, outcome: "committed")
+            return result
+        } catch {
+            Self.measureCommit(start, outcome: "failed")
+            throw error
+        }
+    }
+
+    static func measureCommit(_ start: UInt64, outcome: String) {
+        Counter(label: "hearth_firestore_commits_total", dimensions: [("outcome", outcome)]).increment()
+        CoreMetrics.Timer(label: "hearth_firestore_commit_duration_seconds").recordNanoseconds(
+            Int64(DispatchTime.now().uptimeNanoseconds - start))
+    }
+
+    private func commitUnmeasured(
+        _ database: DatabaseName, _ writes: [Write], transaction: TransactionID?, authorizer: (any WriteAuthorizer)?
     ) async throws -> CommitResult {
         if writes.count > DocumentLimits.maxWritesPerCommit {
             throw HearthError.invalidArgument("A maximum of 500 entities can be modified in a commit.")

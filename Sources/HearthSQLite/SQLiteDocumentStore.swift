@@ -3,6 +3,7 @@ public import HearthCore
 public import HearthDocuments
 import Foundation
 import Synchronization
+import CoreMetrics
 
 /// The embedded persistence: one SQLite database (WAL, `synchronous=FULL`) behind the
 /// engine's ``DocumentStore`` protocol.
@@ -268,9 +269,18 @@ final class WALCheckpointer: Sendable {
         connection = try DatabaseQueue(path: path, configuration: config)
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "hearth.sqlite.checkpoint", qos: .utility))
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(10))
+        // `hearth_sqlite_checkpoint_duration_seconds` and `hearth_sqlite_wal_bytes` by database file.
+        let dimensions = [("database", URL(fileURLWithPath: path).lastPathComponent)]
+        let duration = CoreMetrics.Timer(label: "hearth_sqlite_checkpoint_duration_seconds", dimensions: dimensions)
+        let walBytes = Gauge(label: "hearth_sqlite_wal_bytes", dimensions: dimensions)
+        let wal = path + "-wal"
         timer.setEventHandler { [connection] in
             // Busy (another checkpoint running) or failed: the next tick, or the writer's own, does it.
+            let start = DispatchTime.now().uptimeNanoseconds
             _ = try? connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            duration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
+            var info = stat()
+            if stat(wal, &info) == 0 { walBytes.record(Int64(info.st_size)) }
         }
         timer.resume()
     }

@@ -38,6 +38,7 @@ public struct HearthServer: Sendable {
 
     /// Opens storage under the data directory and prepares the engines.
     public static func open(_ configuration: ServerConfiguration, logger: Logger) async throws -> HearthServer {
+        HearthMetrics.start()  // before the stores open, so their metrics land in the registry
         var tls: TLSContexts?
         if let files = configuration.tls {
             do { tls = try TLSContexts(files: files) } catch { throw HearthError(.failedPrecondition, "\(error)") }
@@ -134,7 +135,7 @@ public struct HearthServer: Sendable {
     func listener<R: HTTPResponder>(_ name: String, _ responder: R, _ ready: ReadyFile, server: Transport = .http1) -> some Service
     where R.Context: InitializableFromSource<ApplicationRequestContextSource> {
         Application(
-            responder: responder,
+            responder: ObservedResponder(service: name, inner: responder),
             server: transport(server),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.ports[name] ?? ServerConfiguration.defaultPorts[name] ?? 0),
@@ -204,6 +205,7 @@ public struct HearthServer: Sendable {
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
         var expected: Set<String> = ["auth", "firestore", "storage", "s3", "database", "api"]
         if configuration.ports["console"] != nil { expected.insert("console") }
+        if configuration.ports["metrics"] != nil { expected.insert("metrics") }
         let ready = ReadyFile(path: configuration.readyFile, expected: expected, logger: logger, onReady: onReady)
         var authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
         let appCheck = try openAppCheck()  // App Check (docs/app-backend.md)
@@ -246,6 +248,7 @@ public struct HearthServer: Sendable {
                 recentErrors: configuration.recentErrors, startedAt: Date(), logger: logger)
             services.append(listener("console", console, ready))
         }
+        if configuration.ports["metrics"] != nil { services.append(listener("metrics", MetricsResponder(), ready)) }
         services.append(ListenHeartbeat(engine: engine))
         services += try await appAPIServices(authenticator: authenticator, appCheck: appCheck, ready: ready)  // the api port (docs/app-backend.md)
         if let tls { services.append(TLSReloader(contexts: tls, logger: logger)) }
@@ -259,9 +262,12 @@ public struct HearthServer: Sendable {
             watcher.rememberCurrentVersion()  // openDatabase loaded it
             services.append(watcher)
         }
-        let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        // SIGTERM/SIGINT: every listener stops accepting and drains (the services shut down in
+        // reverse order); past the deadline what is still open (streams) is cancelled.
+        var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+        groupConfiguration.maximumCancellationDuration = .seconds(5)
+        try await ServiceGroup(configuration: groupConfiguration).run()
         logger.notice("stopped")
     }
 }
@@ -284,6 +290,9 @@ final class ReadyFile: Sendable {
 
     /// The port a service is bound to, once it is.
     func port(_ service: String) -> Int? { bound.withLock { $0[service] } }
+
+    /// The expected listeners not bound yet (`/readyz`).
+    var missing: [String] { bound.withLock { ports in expected.subtracting(ports.keys).sorted() } }
 
     func bound(_ service: String, _ port: Int) {
         let complete: [String: Int]? = bound.withLock { ports in

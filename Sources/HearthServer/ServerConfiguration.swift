@@ -38,6 +38,9 @@ public struct ServerConfiguration: Sendable {
 
     /// `--tls-cert`/`--tls-key`: TLS on every port (docs/production.md); nil = cleartext.
     public var tls: TLSFiles?
+    /// `--shutdown-timeout`: how long SIGTERM/SIGINT waits for in-flight requests and open streams
+    /// before cancelling them.
+    public var shutdownTimeout: Duration = .seconds(10)
     /// `--trusted-proxy`: peers whose `X-Forwarded-Proto`/`-For` are believed.
     public var trustedProxies: [CIDR] = []
 

@@ -43,6 +43,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("auth-port"), help: "Firebase Auth port (Identity Toolkit, Secure Token, public keys); 0 picks a free port. (default: 9099)")
     var authPort: Int?
 
+    @Option(name: .customLong("auth-attempts-per-ip"), help: "Production mode: password sign-ins, and separately sign-ups, one client address may make in 5 minutes before TOO_MANY_ATTEMPTS_TRY_LATER (env HEARTH_AUTH_ATTEMPTS_PER_IP; the address behind --trusted-proxy). (default: 100)")
+    var authAttemptsPerIP: Int?
+
+    @Option(name: .customLong("auth-failures-per-account"), help: "Production mode: failed password sign-ins per account, and sign-ups of an address already registered, in 5 minutes before TOO_MANY_ATTEMPTS_TRY_LATER (env HEARTH_AUTH_FAILURES_PER_ACCOUNT). (default: 10)")
+    var authFailuresPerAccount: Int?
+
     @Option(name: .customLong("auth-config"), help: "JSON file with the OpenID Connect providers accounts:signInWithIdp trusts and the hosts email action links may use: {\"identityProviders\":[{\"providerId\",\"issuer\",\"clientIds\",\"jwks\"|\"jwksFile\"}],\"linkDomains\":[…]} (see docs/auth.md).")
     var authConfig: String?
 
@@ -101,6 +107,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("api-port"), help: "App API port (file registry, App Check, /openapi.json, /healthz); 0 picks a free port. (default: 8000, or firebase.json's emulators.api.port)")
     var apiPort: Int?
 
+    @Option(name: .customLong("shutdown-timeout"), help: "Seconds SIGTERM/SIGINT waits for in-flight requests and open streams to finish before cancelling them (env HEARTH_SHUTDOWN_TIMEOUT). (default: 10)")
+    var shutdownTimeout: Double?
+
+    @Option(name: .customLong("metrics-port"), help: "Serve Prometheus /metrics (and /healthz) on a port of its own too; 0 picks a free port (env HEARTH_METRICS_PORT; ready-file key \"metrics\"). (default: only the api port's /metrics)")
+    var metricsPort: Int?
+
     @Option(name: .customLong("api-config"), help: "JSON file with the file registry's settings: bucket, maxUploadBytes, contentTypes, strictUploads, presignExpiresSeconds, pendingTimeoutSeconds, sweepIntervalSeconds, s3PublicURL, externalS3 {endpoint, bucket} (env HEARTH_API_CONFIG; see docs/app-backend.md). The presigning key comes from HEARTH_API_S3_ACCESS_KEY_ID and HEARTH_API_S3_SECRET_ACCESS_KEY (required with externalS3), else the server makes its own.")
     var apiConfig: String?
 
@@ -124,6 +136,9 @@ struct Serve: AsyncParsableCommand {
 
     @Flag(name: .customLong("export-on-exit"), help: "On a clean shutdown, export the data directory into the --import folder (as firebase emulators:start --export-on-exit).")
     var exportOnExit = false
+
+    @Option(name: .customLong("log-format"), help: "text or json: one JSON object per line on standard error, with the request's request_id (env HEARTH_LOG_FORMAT). (default: text)")
+    var logFormat: String?
 
     func run() async throws {
         let env = ProcessInfo.processInfo.environment
@@ -153,6 +168,18 @@ struct Serve: AsyncParsableCommand {
             config.authLinkDomains = loaded.linkDomains
         }
         config.readyFile = readyFile
+        if let n = authAttemptsPerIP ?? env["HEARTH_AUTH_ATTEMPTS_PER_IP"].flatMap(Int.init) {
+            guard n >= 1 else { throw ValidationError("--auth-attempts-per-ip must be at least 1.") }
+            config.auth.addressAttemptLimit = n
+        }
+        if let n = authFailuresPerAccount ?? env["HEARTH_AUTH_FAILURES_PER_ACCOUNT"].flatMap(Int.init) {
+            guard n >= 1 else { throw ValidationError("--auth-failures-per-account must be at least 1.") }
+            config.auth.accountFailureLimit = n
+        }
+        if let seconds = shutdownTimeout ?? env["HEARTH_SHUTDOWN_TIMEOUT"].flatMap(Double.init) {
+            guard seconds.isFinite, seconds >= 0, seconds <= 86400 else { throw ValidationError("--shutdown-timeout must be between 0 and 86400 seconds.") }
+            config.shutdownTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
+        }
         config.emulator = emulator
         config.adminToken = adminToken ?? env["HEARTH_ADMIN_TOKEN"]
         config.strictIndexes = strictIndexes
@@ -181,6 +208,7 @@ struct Serve: AsyncParsableCommand {
         }
         // The api port (docs/app-backend.md).
         config.ports["api"] = apiPort ?? firebase.ports["api"] ?? ServerConfiguration.defaultPorts["api"]!
+        if let port = metricsPort ?? env["HEARTH_METRICS_PORT"].flatMap(Int.init) { config.ports["metrics"] = port }
         if let file = apiConfig ?? env["HEARTH_API_CONFIG"] {
             do { config.api = try APIConfiguration.load(file) } catch let error as HearthError { throw ValidationError("--api-config: \(error.message)") }
         }
@@ -215,11 +243,17 @@ struct Serve: AsyncParsableCommand {
         let level = Logger.Level(rawValue: logLevel ?? env["HEARTH_LOG_LEVEL"] ?? "info") ?? .info
         let recentErrors = RecentErrors()
         config.recentErrors = recentErrors
-        LoggingSystem.bootstrap { label in
-            var h = StreamLogHandler.standardError(label: label)
-            h.logLevel = level
-            return MultiplexLogHandler([h, recentErrors.handler(label: label)])
-        }
+        let format = logFormat ?? env["HEARTH_LOG_FORMAT"] ?? "text"
+        guard ["text", "json"].contains(format) else { throw ValidationError("--log-format must be text or json.") }
+        LoggingSystem.bootstrap(
+            { label, provider in
+                var h: any LogHandler =
+                    format == "json"
+                    ? JSONLogHandler(label: label, metadataProvider: provider)
+                    : StreamLogHandler.standardError(label: label, metadataProvider: provider)
+                h.logLevel = level
+                return MultiplexLogHandler([h, recentErrors.handler(label: label)])
+            }, metadataProvider: HearthLogging.metadataProvider)
         let logger = Logger(label: "hearth")
         // Production mode always has an admin credential: the one given, else the data directory's (docs/production.md).
         var firstRun: (credential: FirstRunCredential, account: CreatedServiceAccount?)?

@@ -104,6 +104,27 @@ struct Harness {
         _ = try await e.signInWithPassword(email: "a@example.com", password: "secret1", clientAddress: "10.0.0.10")
     }
 
+    @Test func signUpLimits() async throws {
+        let h = try Harness(.memory, configuration: .init(passwordHashing: .testing, accountFailureLimit: 2, addressAttemptLimit: 3))
+        let e = h.engine
+        // Per client address, counted apart from sign-ins (anonymous sign-ups too).
+        for i in 0..<2 { _ = try await e.signUp(email: "u\(i)@example.com", password: "secret1", clientAddress: "10.0.0.1") }
+        _ = try await e.signUp(email: nil, password: nil, clientAddress: "10.0.0.1")
+        await expectAuthError(.tooManyAttempts) { try await e.signUp(email: "u9@example.com", password: "secret1", clientAddress: "10.0.0.1") }
+        _ = try await e.signInWithPassword(email: "u0@example.com", password: "secret1", clientAddress: "10.0.0.1")
+        // Sign-ups of a registered address: limited per address, without locking the owner's sign-in.
+        for i in 0..<2 {
+            await expectAuthError(.emailExists) { try await e.signUp(email: "u0@example.com", password: "secret1", clientAddress: "10.0.1.\(i)") }
+        }
+        await expectAuthError(.tooManyAttempts) { try await e.signUp(email: "u0@example.com", password: "secret1", clientAddress: "10.0.1.9") }
+        _ = try await e.signInWithPassword(email: "u0@example.com", password: "secret1", clientAddress: "10.0.2.1")
+        // The window passes.
+        h.clock.advance(seconds: 301)
+        _ = try await e.signUp(email: "u9@example.com", password: "secret1", clientAddress: "10.0.0.1")
+        // Without an address (emulator mode, the Admin API) nothing is limited.
+        for _ in 0..<4 { await expectAuthError(.emailExists) { try await e.signUp(email: "u0@example.com", password: "secret1") } }
+    }
+
     @Test(arguments: Backend.allCases)
     func refreshAndRevocation(_ backend: Backend) async throws {
         let h = try Harness(backend)

@@ -136,9 +136,16 @@ public final class AuthEngine: Sendable {
     }
 
     /// `accounts:signUp`: email + password, or neither for an anonymous user.
+    /// `clientAddress` feeds the per-address attempt limit (sign-ups counted apart from sign-ins);
+    /// an address already registered counts against that address's sign-ups as a failure.
     public func signUp(
-        email: String?, password: String?, displayName: String? = nil, photoURL: String? = nil
+        email: String?, password: String?, displayName: String? = nil, photoURL: String? = nil, clientAddress: String? = nil
     ) async throws -> Session {
+        if let clientAddress {
+            let now = clock.millis()
+            guard !addressAttempts.isBlocked("signUp " + clientAddress, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
+            addressAttempts.record("signUp " + clientAddress, now: now)
+        }
         if email == nil && password == nil {
             guard configuration.allowAnonymousSignUp else { throw AuthErrorCode.adminOnlyOperation.error() }
             let now = clock.millis()
@@ -150,16 +157,23 @@ public final class AuthEngine: Sendable {
         }
         guard let email, !email.isEmpty else { throw AuthErrorCode.missingEmail.error() }
         let normalized = try Self.normalizeEmail(email)
-        let hash = try configuration.passwordHashing.hash(try checkPassword(password))
         let now = clock.millis()
+        let signUpKey = "signUp email:" + normalized
+        if clientAddress != nil, accountFailures.isBlocked(signUpKey, now: now) { throw AuthErrorCode.tooManyAttempts.error() }
+        let hash = try configuration.passwordHashing.hash(try checkPassword(password))
         let account = Account(
             uid: Self.newUID(), email: normalized, passwordHash: hash, passwordUpdatedAt: now, displayName: displayName,
             photoURL: photoURL, createdAt: now, lastLoginAt: now, validSince: now / 1000)
-        return try await store.write { w in
-            guard try w.account(email: normalized) == nil else { throw AuthErrorCode.emailExists.error() }
+        let session: Session? = try await store.write { w in
+            guard try w.account(email: normalized) == nil else { return nil }
             try w.save(account)
             return try self.startSession(account, provider: "password", isNewUser: true, in: w)
         }
+        guard let session else {
+            if clientAddress != nil { accountFailures.record(signUpKey, now: now) }
+            throw AuthErrorCode.emailExists.error()
+        }
+        return session
     }
 
     /// `accounts:signInWithPassword`. `clientAddress` feeds the per-address attempt limit.

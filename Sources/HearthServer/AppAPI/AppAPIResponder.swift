@@ -22,14 +22,18 @@ public struct AppAPIResponder: HTTPResponder {
     let appCheckGate: AppCheckGate
     /// The lifecycle worker's totals, when it runs (`/metrics`).
     let lifecycleMetrics: LifecycleMetrics?
+    /// `/readyz`: throws (a ``HearthError`` saying what is not ready) unless every listener is up
+    /// and the stores take a write.
+    let readiness: (@Sendable () async throws -> Void)?
     let logger: Logger
     static let maxBody = 64 * 1024
     static let defaultPageSize = 50
 
     public init(
         registry: FileRegistry, authenticator: Authenticator, appCheck: AppCheckEngine, appCheckGate: AppCheckGate,
-        lifecycleMetrics: LifecycleMetrics? = nil, logger: Logger
+        lifecycleMetrics: LifecycleMetrics? = nil, readiness: (@Sendable () async throws -> Void)? = nil, logger: Logger
     ) {
+        self.readiness = readiness
         self.registry = registry
         self.authenticator = authenticator
         self.appCheck = appCheck
@@ -114,36 +118,22 @@ public struct AppAPIResponder: HTTPResponder {
         case (.get, .healthz), (.head, .healthz):
             return Self.json(.object([("status", .string("ok"))]))
         case (.get, .readyz), (.head, .readyz):
-            // Ready when the document database answers a read.
-            _ = try await registry.documents.get(registry.database, FileRecord.path("00000000000000000000000000"))
+            // Ready when every listener is up, the stores take a write and the document database answers a read.
+            do {
+                try await readiness?()
+                _ = try await registry.documents.get(registry.database, FileRecord.path("00000000000000000000000000"))
+            } catch {
+                logger.warning("not ready", metadata: ["error": "\(error)"])
+                var response = Self.json(.object([("status", .string("unavailable")), ("detail", .string("\((error as? HearthError)?.message ?? "\(error)")"))]))
+                response.status = .serviceUnavailable
+                return response
+            }
             return Self.json(.object([("status", .string("ready"))]))
         case (.get, .openAPI):
             return Self.json(AppAPIOpenAPI.document)
         case (.get, .metrics):
-            // App Check outcomes per service (monitor and enforce modes count them), Prometheus text format.
-            var lines = [
-                "# HELP hearth_app_check_requests_total Requests judged by App Check, by service and outcome.",
-                "# TYPE hearth_app_check_requests_total counter",
-            ]
-            let gates = [appCheckGate] + authenticator.appCheckGates.values.sorted { $0.service < $1.service }
-            for gate in gates where gate.mode != .off {
-                let counts = gate.snapshot
-                for (outcome, value) in [("verified", counts.verified), ("missing", counts.missing), ("invalid", counts.invalid)] {
-                    lines.append("hearth_app_check_requests_total{service=\"\(gate.service)\",mode=\"\(gate.mode.rawValue)\",outcome=\"\(outcome)\"} \(value)")
-                }
-            }
-            if let totals = lifecycleMetrics?.snapshot {
-                lines += [
-                    "# HELP hearth_lifecycle_deleted_total What the lifecycle worker deleted, by kind.",
-                    "# TYPE hearth_lifecycle_deleted_total counter",
-                    "hearth_lifecycle_deleted_total{kind=\"document\"} \(totals.documents)",
-                    "hearth_lifecycle_deleted_total{kind=\"object\"} \(totals.objects)",
-                    "hearth_lifecycle_deleted_total{kind=\"database\"} \(totals.databasePaths)",
-                ]
-            }
-            var buffer = ByteBufferAllocator().buffer(capacity: 512)
-            buffer.writeString(lines.joined(separator: "\n") + "\n")
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: ResponseBody(byteBuffer: buffer))
+            // Every service's metrics, App Check outcomes and the lifecycle worker's deletions among them.
+            return HearthMetrics.response()
         case (.post, .presignUpload):
             let uid = try await user(request)
             var request = request

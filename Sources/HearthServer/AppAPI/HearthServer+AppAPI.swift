@@ -8,6 +8,7 @@ import Hummingbird
 import Logging
 import ServiceLifecycle
 public import Foundation
+import GRDB
 
 extension HearthServer {
     /// The api port's listener and the service that expires unfinished uploads.
@@ -75,10 +76,49 @@ extension HearthServer {
                 "api",
                 AppAPIResponder(
                     registry: registry, authenticator: authenticator, appCheck: appCheck, appCheckGate: gate, lifecycleMetrics: lifecycleMetrics,
-                    logger: logger),
+                    readiness: readinessProbe(ready), logger: logger),
                 ready),
             PendingUploadSweeper(registry: registry, interval: .seconds(api.sweepIntervalSeconds)),
         ]
+    }
+
+    /// `/readyz`: every expected listener bound, and a write probe — a small file written, synced
+    /// and removed in the data directory (the stores' filesystem), then the write lock of each
+    /// SQLite store (`*.sqlite` in the data directory) taken and released (`BEGIN IMMEDIATE; ROLLBACK`: nothing changes).
+    func readinessProbe(_ ready: ReadyFile) -> @Sendable () async throws -> Void {
+        let directory = configuration.dataDirectory
+        return {
+            let missing = ready.missing
+            if !missing.isEmpty { throw HearthError(.unavailable, "Not listening yet: \(missing.joined(separator: ", ")).") }
+            let probe = directory + "/.readyz-probe-\(UUID().uuidString)"
+            do {
+                guard FileManager.default.createFile(atPath: probe, contents: Data("ok".utf8)) else {
+                    throw HearthError(.unavailable, "cannot create \(probe)")
+                }
+                let handle = try FileHandle(forUpdating: URL(fileURLWithPath: probe))
+                try handle.synchronize()
+                try handle.close()
+                try FileManager.default.removeItem(atPath: probe)
+            } catch {
+                throw HearthError(.unavailable, "The data directory does not take writes: \(error)")
+            }
+            let stores = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".sqlite") }.sorted()
+            for name in stores {
+                do {
+                    var config = GRDB.Configuration()
+                    config.busyMode = .timeout(2)
+                    config.label = "hearth.readyz"
+                    let queue = try DatabaseQueue(path: directory + "/" + name, configuration: config)
+                    try await queue.writeWithoutTransaction { db in
+                        try db.execute(sql: "BEGIN IMMEDIATE")
+                        try db.execute(sql: "ROLLBACK")
+                    }
+                    try queue.close()
+                } catch {
+                    throw HearthError(.unavailable, "The store \(name) does not take writes: \(error)")
+                }
+            }
+        }
     }
 
     /// App Check over `<data-dir>/app-check.sqlite`, its signing keys in `<data-dir>/app-check-keys/`;

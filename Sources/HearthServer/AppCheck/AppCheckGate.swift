@@ -1,6 +1,7 @@
 public import HearthAppCheck
 public import Logging
 import Synchronization
+import CoreMetrics
 
 /// How a service treats App Check tokens (Firebase's enforcement modes).
 public enum AppCheckMode: String, Sendable, CaseIterable {
@@ -36,12 +37,22 @@ public final class AppCheckGate: Sendable {
     let engine: AppCheckEngine?
     let counts = Mutex(Counts())
     let logger: Logger
+    /// `hearth_app_check_requests_total{service,mode,outcome}` in the metrics registry.
+    let counters: (verified: Counter, missing: Counter, invalid: Counter)?
 
     public init(service: String, mode: AppCheckMode, engine: AppCheckEngine?, logger: Logger) {
         self.service = service
         self.mode = engine == nil ? .off : mode
         self.engine = engine
         self.logger = logger
+        let mode = self.mode
+        func counter(_ outcome: String) -> Counter {
+            Counter(
+                label: "hearth_app_check_requests_total",
+                dimensions: [("service", service), ("mode", mode.rawValue), ("outcome", outcome)])
+        }
+        // Created up front so a scrape shows the zeros of an enabled gate.
+        counters = mode == .off ? nil : (counter("verified"), counter("missing"), counter("invalid"))
     }
 
     public var snapshot: Counts { counts.withLock { $0 } }
@@ -51,6 +62,7 @@ public final class AppCheckGate: Sendable {
         guard mode != .off, let engine else { return .allow(appID: nil) }
         guard let token, !token.isEmpty else {
             counts.withLock { $0.missing += 1 }
+            counters?.missing.increment()
             if mode == .monitor { logger.info("request without an App Check token allowed (monitor)", metadata: ["service": "\(service)"]) }
             return mode == .enforce ? .missing : .allow(appID: nil)
         }
@@ -62,9 +74,11 @@ public final class AppCheckGate: Sendable {
                 throw AppCheckError(.invalidToken, "The limited-use App Check token was already used.")
             }
             counts.withLock { $0.verified += 1 }
+            counters?.verified.increment()
             return .allow(appID: verified.appID)
         } catch {
             counts.withLock { $0.invalid += 1 }
+            counters?.invalid.increment()
             if mode == .monitor {
                 logger.info("request with an invalid App Check token allowed (monitor)", metadata: ["service": "\(service)", "error": "\(error)"])
             }

@@ -28,7 +28,9 @@ extension AuthRESTResponder {
             guard let password, !password.isEmpty else { throw AuthErrorCode.missingPassword.error() }
             session = try await engine.linkEmailPassword(idToken: idToken, email: email, password: password)
         } else {
-            session = try await engine.signUp(email: email, password: password, displayName: displayName, photoURL: photoURL)
+            session = try await engine.signUp(
+                email: email, password: password, displayName: displayName, photoURL: photoURL,
+                clientAddress: authenticator.emulator ? nil : Self.clientAddress(request))
         }
         var m: [(String, JSON)] = [AuthJSON.kind("SignupNewUserResponse"), ("localId", .string(session.account.uid))]
         if let e = session.account.email { m.append(("email", .string(e))) }

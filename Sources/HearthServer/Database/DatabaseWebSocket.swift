@@ -9,6 +9,7 @@ import NIOCore
 import NIOWebSocket
 import Foundation
 import ServiceLifecycle
+import CoreMetrics
 
 /// The Realtime Database's WebSocket protocol (what the Firebase SDKs speak) on the database
 /// port: `GET /.ws?v=5&ns=…` is upgraded; every other request goes to the REST responder.
@@ -57,6 +58,10 @@ struct DatabaseWebSocketEndpoint: Sendable {
         let session = DatabaseWebSocketSession(
             engine: engine, authenticator: authenticator, namespace: namespace, logger: logger, outbound: outbound, queue: queue, pushes: pushes)
         defer { feed.unsubscribe(token) }
+        // Open WebSockets next to the HTTP streams `ObservedResponder` counts (docs/production.md).
+        let open = Meter(label: "hearth_open_streams", dimensions: [("service", "database"), ("kind", "websocket")])
+        open.increment()
+        defer { open.decrement() }
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {

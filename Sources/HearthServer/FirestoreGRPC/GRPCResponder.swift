@@ -1,3 +1,4 @@
+import CoreMetrics
 import HearthCore
 public import HTTPTypes
 public import Hummingbird
@@ -100,6 +101,9 @@ public struct GRPCResponder: Sendable {
                     // the read of a request stream the client is still sending closes the
                     // HTTP/2 stream, and the client would see that instead of the status.
                     try? await writer.finish(status.trailers)
+                    // gRPC answers 200 whatever happened: its status by method (docs/production.md).
+                    Counter(label: "hearth_grpc_requests_total", dimensions: [("method", call.method), ("code", status.code.statusName)])
+                        .increment()
                     if let ack {
                         // The handler ended the call itself and is winding down its own reads
                         // of the request stream: let it, then stop the deadline timer.

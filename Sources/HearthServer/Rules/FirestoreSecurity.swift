@@ -79,6 +79,7 @@ public struct FirestoreSecurity: Sendable {
             decision = loaded.ruleset.evaluate(request, documents: nil, ledger: &ledger, options: options)
         }
         loaded.record(decision.coverage)
+        RulesMetrics.count("firestore", decision)
         return decision
     }
 
@@ -188,6 +189,7 @@ struct RulesWriteAuthorizer: WriteAuthorizer {
         }, fetch: { key in try await documents.document(database: key.database, path: key.path, afterWrites: key.afterWrites)?.fields })
         for (method, path, d) in decisions {
             loaded.record(d.coverage)
+            RulesMetrics.count("firestore", d)
             if !d.isAllowed { throw security.denial(d, "\(method) \(path.text)") }
         }
     }

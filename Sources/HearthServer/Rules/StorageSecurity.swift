@@ -69,6 +69,7 @@ public struct StorageSecurity: Sendable {
             d = loaded.ruleset.evaluate(request, documents: nil, ledger: &ledger, options: options)
         }
         loaded.record(d.coverage)
+        RulesMetrics.count("storage", d)
         if !d.isAllowed { throw denial(d) }
     }
 
