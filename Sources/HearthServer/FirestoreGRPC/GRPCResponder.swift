@@ -1,6 +1,6 @@
 import CoreMetrics
 import HearthCore
-public import HTTPTypes
+import HTTPTypes
 public import Hummingbird
 public import Logging
 import NIOCore

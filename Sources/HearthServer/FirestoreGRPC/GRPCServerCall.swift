@@ -1,8 +1,8 @@
 import HearthCore
 import Synchronization
 public import HTTPTypes
-public import Hummingbird
-public import NIOCore
+import Hummingbird
+import NIOCore
 public import SwiftProtobuf
 
 /// What a gRPC method handler knows about its call: the request metadata and the method name.

@@ -1,4 +1,4 @@
-package import CoreMetrics
+import CoreMetrics
 import Foundation
 import HearthRules
 import HTTPTypes

@@ -1,5 +1,5 @@
-public import HearthCore
-public import HearthRules
+import HearthCore
+import HearthRules
 
 /// `get()`/`exists()` for the synchronous rules evaluator over documents read asynchronously.
 ///

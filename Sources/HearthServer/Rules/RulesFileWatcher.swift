@@ -1,4 +1,4 @@
-public import HearthRules
+import HearthRules
 public import Logging
 public import ServiceLifecycle
 import Foundation

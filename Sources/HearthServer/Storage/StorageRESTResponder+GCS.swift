@@ -229,7 +229,7 @@ extension StorageRESTResponder {
                         }
                     }
                 }
-                try await parser.finish()
+                try parser.finish()
                 guard let name, !name.isEmpty else { throw HearthError.invalidArgument("The upload names no object.") }
                 try StorageNames.validateObject(name)
             } catch {
