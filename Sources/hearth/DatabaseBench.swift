@@ -166,7 +166,7 @@ struct DatabaseBench {
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
             onServerRunning: { channel in
                 print("broadcast baseline on 127.0.0.1:\(channel.localAddress?.port ?? 0)")
-                fflush(stdout)
+                fflush(nil)  // every C stream: stdout is a file or a pipe here
             }, logger: logger)
         try await app.runService()
     }
