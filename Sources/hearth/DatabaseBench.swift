@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
+import ServiceLifecycle
 
 /// `hearth bench --phases database`: the Realtime Database over REST and event streams, each
 /// figure next to a same-run baseline:
@@ -152,7 +153,12 @@ struct DatabaseBench {
                 status: .ok, headers: [.contentType: "text/event-stream"],
                 body: ResponseBody { writer in
                     defer { _ = streams.withLock { $0.removeValue(forKey: id) } }
-                    for await bytes in items { try await writer.write(bytes) }
+                    // SIGTERM/SIGINT end the streams, so the server stops.
+                    try await withGracefulShutdownHandler {
+                        for await bytes in items { try await writer.write(bytes) }
+                    } onGracefulShutdown: {
+                        continuation.finish()
+                    }
                     try await writer.finish(nil)
                 })
         }
