@@ -40,7 +40,7 @@ struct Bench: AsyncParsableCommand {
             paths and to one hot path next to Firestore REST creates, a write reaching 1,000 SSE listeners next to its \
             own acknowledgement, a GET of a 10k-child subtree next to the same JSON from a bare route, and an orderBy-child \
             limitToFirst=10 query over 100k children from its .indexOn index next to an unindexed scan). \
-            Clients run in this process against an in-process server on 127.0.0.1, except wrk.
+            Clients run in this process against an in-process server on 127.0.0.1, except wrk and, with --database-target, the database fan-out.
             """
     )
 
@@ -48,14 +48,25 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read),database-ws.")
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read),database-ws,database-ws-fanout (only the WebSocket fan-out).")
     var phases = "http,grdb,rules,engine,transactions,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
     @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
     var grpcConnections = 4
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
+    @Option(name: .customLong("database-target"), help: "Run only the Realtime Database fan-out phases (database-fanout, database-ws-fanout) against a running `hearth serve --emulator` at this host:port (its database port): the listeners in this process, the server in its own.")
+    var databaseTarget: String?
+
+    @Option(name: .customLong("serve-broadcast"), help: "Serve the database-fanout ceiling (a bare Hummingbird event-stream broadcast, no database) on this port until interrupted, for --database-target; runs no phase.")
+    var serveBroadcast: Int?
+
     func run() async throws {
+        if let serveBroadcast {
+            var logger = Logger(label: "hearth.bench")
+            logger.logLevel = .warning
+            return try await DatabaseBench.serveBroadcast(port: serveBroadcast, logger: logger)
+        }
         var selected = Set(phases.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
         if selected.remove("auth") != nil { selected.formUnion(AuthBench.phases) }
         let dir = dataDir ?? NSTemporaryDirectory() + "hearth-bench-\(getpid())"
@@ -80,6 +91,14 @@ struct Bench: AsyncParsableCommand {
     }
 
     func phases(_ selected: Set<String>, dir: String, load: Load, logger: Logger) async throws {
+        if let target = databaseTarget {
+            if selected.contains("database-fanout") { try await DatabaseBench.fanOut(load: load, base: "http://\(target)") }
+            if selected.contains("database-ws-fanout") {
+                print(try await DatabaseWebSocketBench(load: load, listeners: DatabaseBench.listeners, fanOutWrites: DatabaseBench.fanOutWrites)
+                    .fanOut("ws://\(target)/.ws?v=5&ns=bench-ws"))
+            }
+            return
+        }
 
         if selected.contains("http") {
             try await withMinimalServer(logger: logger) { port in
@@ -94,7 +113,7 @@ struct Bench: AsyncParsableCommand {
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
-        guard !selected.isDisjoint(with: Set(["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage", "api", "lifecycle", "console", "database-ws"]).union(DatabaseBench.phases)) else { return }
+        guard !selected.isDisjoint(with: Set(["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage", "api", "lifecycle", "console", "database-ws", "database-ws-fanout"]).union(DatabaseBench.phases)) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0, "database": 0, "api": 0, "console": 0]
@@ -136,6 +155,10 @@ struct Bench: AsyncParsableCommand {
             if selected.contains("api") { try await ApiBench(load: load, server: server).runAPI(port: ports["api"] ?? 0) }
             if selected.contains("console") {
                 try await ConsoleBench(load: load, engine: engine).run(consolePort: ports["console"] ?? 0, firestorePort: ports["firestore"] ?? 0)
+            }
+            if selected.contains("database-ws-fanout") {
+                print(try await DatabaseWebSocketBench(load: load, listeners: DatabaseBench.listeners, fanOutWrites: DatabaseBench.fanOutWrites)
+                    .fanOut("ws://127.0.0.1:\(ports["database"] ?? 0)/.ws?v=5&ns=bench-ws"))
             }
             if selected.contains("database-ws") {
                 try await DatabaseWebSocketBench(load: load, listeners: 1000, fanOutWrites: 50)

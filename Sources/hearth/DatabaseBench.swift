@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
+import ServiceLifecycle
 
 /// `hearth bench --phases database`: the Realtime Database over REST and event streams, each
 /// figure next to a same-run baseline:
@@ -30,7 +31,7 @@ struct DatabaseBench {
         let base = "http://127.0.0.1:\(databasePort)"
         let all = selected.contains("database")
         if all || selected.contains("database-write") { try await writes(base: base, firestoreBase: firestoreBase) }
-        if all || selected.contains("database-fanout") { try await fanOut(base: base) }
+        if all || selected.contains("database-fanout") { try await Self.fanOut(load: load, base: base) }
         if all || selected.contains("database-read") {
             try await bigRead(base: base)
             try await indexedQuery(base: base)
@@ -72,7 +73,9 @@ struct DatabaseBench {
         return Int(event[range.upperBound...].prefix { $0.isNumber })
     }
 
-    func fanOut(base: String) async throws {
+    /// `listeners` event streams on `base` (a database port, in this process or another), one
+    /// writer; latency from just before each `PUT` to each listener's parse of its event.
+    static func fanOut(load: Load, base: String) async throws {
         let url = "\(base)/fan.json?ns=\(Self.namespace)"
         _ = try await load.once(.PUT, "\(base)/fan/v.json?ns=\(Self.namespace)", ByteBuffer(string: "0"))
         let client = HTTPClient(
@@ -131,6 +134,47 @@ struct DatabaseBench {
                 latencies: latencies))
         }
         try await client.shutdown()
+    }
+
+    /// The ceiling for `database-fanout`: the same protocol (`GET /fan.json` as an event
+    /// stream, `PUT /fan/v.json` writing a number) from a bare Hummingbird server with no
+    /// database — each `PUT` hands one fixed buffer to every open stream before it answers.
+    /// `hearth bench --serve-broadcast PORT` runs it until interrupted, for `--database-target`.
+    static func serveBroadcast(port: Int, logger: Logger) async throws {
+        let streams = Mutex2<[Int: AsyncStream<ByteBuffer>.Continuation]>([:])
+        let ids = Counter()
+        let router = Router()
+        router.get("/fan.json") { _, _ in
+            let (items, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
+            let id = ids.next()
+            continuation.yield(ByteBuffer(string: "event: put\ndata: {\"path\":\"/\",\"data\":{\"v\":0}}\n\n"))
+            streams.withLock { $0[id] = continuation }
+            return Response(
+                status: .ok, headers: [.contentType: "text/event-stream"],
+                body: ResponseBody { writer in
+                    defer { _ = streams.withLock { $0.removeValue(forKey: id) } }
+                    // SIGTERM/SIGINT end the streams, so the server stops.
+                    try await withGracefulShutdownHandler {
+                        for await bytes in items { try await writer.write(bytes) }
+                    } onGracefulShutdown: {
+                        continuation.finish()
+                    }
+                    try await writer.finish(nil)
+                })
+        }
+        router.put("/fan/v.json") { request, _ in
+            let value = try await request.body.collect(upTo: 64)
+            let event = ByteBuffer(string: "event: put\ndata: {\"path\":\"/v\",\"data\":\(String(buffer: value))}\n\n")
+            for continuation in streams.withLock({ Array($0.values) }) { continuation.yield(event) }
+            return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "null")))
+        }
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
+            onServerRunning: { channel in
+                print("broadcast baseline on 127.0.0.1:\(channel.localAddress?.port ?? 0)")
+                fflush(nil)  // every C stream: stdout is a file or a pipe here
+            }, logger: logger)
+        try await app.runService()
     }
 
     static func seconds(_ d: Duration) -> Double {

@@ -40,6 +40,7 @@ extension DatabaseRESTResponder {
         let feed = engine.feed
         let token = feed.subscribe(namespace: parsed.namespace, subscriber)
         let engine = engine
+        let events = events
         let keepAlive = keepAliveInterval
         let expiry: Date? = identity.kind == .user ? Self.expiry(identity.claims) : nil
         let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
@@ -109,9 +110,8 @@ extension DatabaseRESTResponder {
                                             try await writer.write(Self.event("put", DatabaseListenEvent(kind: .put, path: .root, data: shown.plainJSON()).json))
                                         }
                                     } else {
-                                        for event in DatabaseListenEvent.events(for: change, at: parsed.path) {
-                                            try await writer.write(Self.event(event.kind.rawValue, event.json))
-                                        }
+                                        let bytes = events.rendering(change, at: parsed.path)
+                                        if bytes.readableBytes > 0 { try await writer.write(bytes) }
                                     }
                                 }
                             }
@@ -125,6 +125,17 @@ extension DatabaseRESTResponder {
                 }
                 try? await writer.finish(nil)
             })
+    }
+
+    /// The events a stream without a query at `location` sends for `change`, one after another
+    /// in one buffer (empty when the change does not touch it).
+    static func events(for change: DatabaseChange, at location: DatabasePath) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        for event in DatabaseListenEvent.events(for: change, at: location) {
+            var bytes = Self.event(event.kind.rawValue, event.json)
+            buffer.writeBuffer(&bytes)
+        }
+        return buffer
     }
 
     /// Changes a stream may have waiting to be sent before it is ended.

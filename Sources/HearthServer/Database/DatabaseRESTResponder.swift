@@ -20,6 +20,9 @@ public struct DatabaseRESTResponder: HTTPResponder {
     /// Emulator mode: unindexed queries are served by scanning (with a logged hint) instead of
     /// Firebase's `Index not defined` 400, and denials say which rule denied, where.
     let emulator: Bool
+    /// The event-stream bytes of recent changes per listened location, shared by every stream
+    /// of that location (``DatabaseRenderCache``).
+    let events = DatabaseRenderCache<ByteBuffer> { change, location in DatabaseRESTResponder.events(for: change, at: location) }
 
     static let etagRequest = HTTPField.Name("X-Firebase-ETag")!
     static let methodOverride = HTTPField.Name("X-HTTP-Method-Override")!

@@ -59,29 +59,45 @@ final class DatabaseSocketFeedQueue: DatabaseChangeSubscriber {
     }
 }
 
-/// The pushes of recent changes, shared by every socket: a write seen by 1,000 listeners of the
-/// same location is turned into its message once, not 1,000 times.
-final class DatabasePushCache: Sendable {
+/// What recent changes look like to the listeners of one location, rendered once and shared by
+/// every listener of that location: a write seen by 1,000 listeners is serialized once, not
+/// 1,000 times. The WebSocket sessions keep their `d` pushes here (``DatabasePushCache``), the
+/// event streams their SSE event bytes (``DatabaseRESTResponder/events``). Two listeners that
+/// miss at once both render; the bytes are the same, so either copy is kept.
+final class DatabaseRenderCache<Value: Sendable>: Sendable {
     struct Key: Hashable {
         var namespace: String
         var revision: Int64
         var location: DatabasePath
     }
 
-    static let capacity = 256
-    let entries = Mutex<(map: [Key: String?], order: [Key])>(([:], []))
+    let capacity: Int
+    let render: @Sendable (DatabaseChange, DatabasePath) -> Value
+    let entries = Mutex<(map: [Key: Value], order: [Key])>(([:], []))
 
-    func push(_ change: DatabaseChange, at location: DatabasePath) -> String? {
+    init(capacity: Int = 256, _ render: @escaping @Sendable (DatabaseChange, DatabasePath) -> Value) {
+        self.capacity = capacity
+        self.render = render
+    }
+
+    func rendering(_ change: DatabaseChange, at location: DatabasePath) -> Value {
         let key = Key(namespace: change.namespace, revision: change.revision, location: location)
         if let cached = entries.withLock({ $0.map[key] }) { return cached }
-        let push = DatabaseWebSocketSession.push(change, at: location)
+        let value = render(change, location)
         entries.withLock { e in
-            guard e.map.updateValue(push, forKey: key) == nil else { return }
+            guard e.map.updateValue(value, forKey: key) == nil else { return }
             e.order.append(key)
-            if e.order.count > Self.capacity { e.map[e.order.removeFirst()] = nil }
+            if e.order.count > capacity { e.map[e.order.removeFirst()] = nil }
         }
-        return push
+        return value
     }
+}
+
+/// The WebSocket `d` push of a change for one location (none when it does not touch it).
+typealias DatabasePushCache = DatabaseRenderCache<String?>
+
+extension DatabasePushCache {
+    convenience init() { self.init { change, location in DatabaseWebSocketSession.push(change, at: location) } }
 }
 
 /// One client connection of the Realtime Database protocol (v5). Everything the connection
@@ -477,7 +493,7 @@ final class DatabaseWebSocketSession {
                     listens[key]?.shown = node
                     try await send(DatabaseWebSocketOutbound.data("d", path: listen.path, data: node.exportJSON(), tag: listen.tag))
                 }
-            } else if let push = pushes.push(change, at: listen.path) {
+            } else if let push = pushes.rendering(change, at: listen.path) {
                 try await send(push)
             }
         }
