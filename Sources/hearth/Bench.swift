@@ -295,19 +295,9 @@ struct Bench: AsyncParsableCommand {
 
     /// Runs a minimal Hummingbird route (the HTTP stack's own cost) until `body` finishes.
     func withMinimalServer(logger: Logger, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
         let router = Router()
         router.get("/ping") { _, _ in "{\"ok\":true}" }
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.runService() }
-            var ports = stream.makeAsyncIterator()
-            guard let port = await ports.next() else { return }
-            try await body(port)
-            group.cancelAll()
-        }
+        try await withBenchRouter(router, logger: logger, body)
     }
 
     func withServer(_ server: HearthServer, _ body: @escaping @Sendable ([String: Int]) async throws -> Void) async throws {
@@ -421,4 +411,20 @@ struct Load: Sendable {
 final class Counter: Sendable {
     let value = Mutex2(0)
     func next() -> Int { value.withLock { v in v += 1; return v } }
+}
+
+/// Serves `router` on a free loopback port until `body` (given the port) finishes: the bare
+/// routes the benchmarks compare against.
+func withBenchRouter(_ router: Router<BasicRequestContext>, logger: Logger, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+    let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
+    let app = Application(
+        router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await app.runService() }
+        var ports = stream.makeAsyncIterator()
+        guard let port = await ports.next() else { return }
+        try await body(port)
+        group.cancelAll()
+    }
 }

@@ -219,21 +219,11 @@ struct DatabaseBench {
 
     /// A bare Hummingbird route that answers `GET /big` with `bytes` (built once).
     func withBytesServer(_ bytes: [UInt8], _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
         let router = Router()
         let buffer = ByteBuffer(bytes: bytes)
         router.get("/big") { _, _ in
             Response(status: .ok, body: ResponseBody(byteBuffer: buffer))
         }
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.runService() }
-            var ports = stream.makeAsyncIterator()
-            guard let port = await ports.next() else { return }
-            try await body(port)
-            group.cancelAll()
-        }
+        try await withBenchRouter(router, logger: logger, body)
     }
 }
