@@ -43,7 +43,7 @@ extension FirestoreGRPCService {
         let box = ReaderBox(requests)
         let engine = self.engine
         let database = first.database
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
                     while let r = try await box.reader.next(Google_Firestore_V1_ListenRequest.self) {
