@@ -266,7 +266,7 @@ func row(_ bucket: String, _ name: String, blob: String, generation: Int64 = 1_0
         let sorted = names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         for prefix in ["", "a/", "img/", "é", "z/z", "\u{10FFFF}"] {
             for delimiter in [nil, "/", "y"] as [String?] {
-                for (startOffset, endOffset) in [(nil, nil), ("b", "x")] as [(String?, String?)] {
+                for (startOffset, endOffset) in [(nil, nil), ("b", "x"), ("a/b", nil)] as [(String?, String?)] {
                     for page in [1, 7, 1000] {
                         var expectedObjects: [String] = []
                         var expectedPrefixes: [String] = []

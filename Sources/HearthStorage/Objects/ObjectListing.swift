@@ -47,15 +47,21 @@ package struct ObjectListing: Sendable {
         var lower = request.prefix
         var inclusive = true
         if let s = request.startOffset, s > lower { lower = s }
-        if let a = request.after, a >= lower {
-            lower = a
-            inclusive = false
-            // Resuming after a rolled-up prefix: skip everything under it.
+        if let a = request.after {
+            var resume = a
+            var resumeInclusive = false
+            // Resuming after a rolled-up prefix: skip everything under it — also when the prefix
+            // sorts before `startOffset` (a common prefix of names at or after the offset, such as
+            // "a/" for startOffset "a/b"), or the next page would roll it up again.
             if let d = request.delimiter, !d.isEmpty, a.hasPrefix(request.prefix),
                let r = a.utf8.dropFirst(request.prefix.utf8.count).firstRange(of: d.utf8)
             {
-                lower = Self.successor(of: String(decoding: a.utf8[..<r.upperBound], as: UTF8.self))
-                inclusive = true
+                resume = Self.successor(of: String(decoding: a.utf8[..<r.upperBound], as: UTF8.self))
+                resumeInclusive = true
+            }
+            if resume > lower || (resume == lower && !resumeInclusive) {
+                lower = resume
+                inclusive = resumeInclusive
             }
         }
         upper = request.prefix.utf8.last.map { $0 < 0x7F } == true ? Self.successor(of: request.prefix) : nil
