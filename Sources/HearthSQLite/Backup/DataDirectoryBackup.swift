@@ -184,6 +184,9 @@ public struct DataDirectoryBackup: Sendable {
     func snapshotObjects(into partial: URL, linked: Set<String>, progress: (Progress) -> Void) throws(HearthError) -> Int {
         let target = partial.appendingPathComponent("storage.sqlite")
         var previouslyMissing: String?
+        // Blobs already in the backup: those linked up front, and those an earlier attempt linked
+        // before it found one missing (linking one twice would fail with EEXIST).
+        var linked = linked
         for attempt in 1...5 {
             try? FileManager.default.removeItem(at: target)
             try snapshot("storage.sqlite", to: target, progress: progress)
@@ -192,6 +195,7 @@ public struct DataDirectoryBackup: Sendable {
             var missing: String?
             for (relative, _) in named where !linked.contains(relative) {
                 if try !linkBlob(relative, into: partial, required: false) { missing = relative; break }
+                linked.insert(relative)
             }
             if let missing {
                 guard missing != previouslyMissing else {
