@@ -84,12 +84,14 @@ let package = Package(
             dependencies: ["HearthCore", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
-        // Embedded persistence behind the engines' protocols (documents, accounts, the Realtime Database tree), and
-        // online backups and restores of a data directory: the only module with GRDB among the engines' backends.
+        // Embedded persistence behind the engines' protocols (documents, accounts, object metadata and S3 keys, App Check,
+        // the Realtime Database tree), and online backups and restores of a data directory: the only module with GRDB
+        // among the engines' backends.
         .target(
             name: "HearthSQLite",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthAuth", "HearthDatabase", .product(name: "GRDB", package: "GRDB.swift"),
+                "HearthCore", "HearthDocuments", "HearthAuth", "HearthDatabase", "HearthStorage", "HearthAppCheck",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -97,13 +99,12 @@ let package = Package(
         ),
         // C shims for HearthStorage: hardware CRC-32C behind a runtime CPU check, early writeback. No dependencies.
         .target(name: "HearthCShims"),
-        // Objects and buckets: metadata in SQLite, bytes in a blob store — no HTTP.
+        // Objects and buckets: metadata behind its ObjectMetadataStore protocol, bytes in a blob store — no HTTP, no SQL.
         .target(
             name: "HearthStorage",
             dependencies: [
                 "HearthCore", "HearthCShims",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -128,7 +129,6 @@ let package = Package(
                 "HearthCore", "HearthAuth",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -292,7 +292,7 @@ let package = Package(
         .testTarget(
             name: "HearthStorageTests",
             dependencies: [
-                "HearthStorage", "HearthCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+                "HearthStorage", "HearthCore", "HearthSQLite", .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(
@@ -301,7 +301,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthAppCheckTests",
-            dependencies: ["HearthAppCheck", "HearthAuth", "HearthCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["HearthAppCheck", "HearthAuth", "HearthCore", "HearthSQLite", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],
@@ -336,7 +336,7 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthCore", "HearthAuth", "HearthDatabase",
+                "HearthServer", "HearthCore", "HearthAuth", "HearthDatabase", "HearthSQLite", "HearthStorage",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

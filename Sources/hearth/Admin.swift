@@ -3,6 +3,7 @@ import Foundation
 import HearthCore
 import HearthAuth
 import HearthServer
+import HearthSQLite
 import HearthStorage
 
 /// `hearth admin …`: credentials kept in the data directory, managed while the server runs

@@ -17,7 +17,7 @@ struct AppCheckCommand: AsyncParsableCommand {
             """,
         subcommands: [Apps.self, DebugTokens.self])
 
-    static func store(_ data: DataDirOption) throws -> GRDBAppCheckStore {
+    static func store(_ data: DataDirOption) throws -> any AppCheckStore {
         try FileManager.default.createDirectory(at: data.url, withIntermediateDirectories: true)
         return try HearthServer.openAppCheckStore(directory: data.url)
     }

@@ -1,11 +1,12 @@
 import Foundation
-import GRDB
 import HearthCore
+import HearthSQLite
 import Testing
 
 @testable import HearthStorage
 
-/// A store on a fresh temporary directory (file SQLite + filesystem blobs).
+/// A store on a fresh temporary directory (filesystem blobs; metadata in `storage.sqlite` there, or
+/// in memory).
 final class TempStore {
     let dir: URL
     let store: ObjectStore
@@ -13,11 +14,11 @@ final class TempStore {
 
     /// `parent` picks the file system (default: the temporary directory); `directIO` as in
     /// ``FilesystemBlobStore/init(root:directIO:)``.
-    init(parent: URL = FileManager.default.temporaryDirectory, directIO: Bool = true) throws {
+    init(parent: URL = FileManager.default.temporaryDirectory, directIO: Bool = true, metadata: MetadataStoreKind = .sqlite) throws {
         dir = parent.appendingPathComponent("hearth-storage-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         blobs = try FilesystemBlobStore(root: dir.appendingPathComponent("objects"), directIO: directIO)
-        store = try ObjectStore(writer: try DatabasePool(path: dir.appendingPathComponent("storage.sqlite").path), blobs: blobs)
+        store = ObjectStore(metadata: try metadata.make(in: dir), blobs: blobs)
     }
 
     deinit { try? FileManager.default.removeItem(at: dir) }
@@ -58,8 +59,9 @@ struct ObjectStoreTests {
         #expect(c.value == CRC32C.checksum(data))
     }
 
-    @Test func putGetReplaceAndChecksums() async throws {
-        let t = try TempStore()
+    @Test(arguments: MetadataStoreKind.allCases)
+    func putGetReplaceAndChecksums(_ kind: MetadataStoreKind) async throws {
+        let t = try TempStore(metadata: kind)
         try await t.store.createBucket("demo.appspot.com")
         let a = try await t.store.put("demo.appspot.com", "users/alice/avatar.png", Array("hello".utf8), attributes: .init(contentType: "image/png", custom: ["k": "v"]))
         #expect(a.size == 5)
@@ -97,8 +99,9 @@ struct ObjectStoreTests {
         #expect(tail == Array(data[99_990...]))
     }
 
-    @Test func preconditionsAndMetadataUpdates() async throws {
-        let t = try TempStore()
+    @Test(arguments: MetadataStoreKind.allCases)
+    func preconditionsAndMetadataUpdates(_ kind: MetadataStoreKind) async throws {
+        let t = try TempStore(metadata: kind)
         try await t.store.createBucket("b-1")
         let o = try await t.store.put("b-1", "x", [1], preconditions: .init(ifGenerationMatch: 0))
         await #expect(throws: HearthError.self) { try await t.store.put("b-1", "x", [2], preconditions: .init(ifGenerationMatch: 0)) }
@@ -114,8 +117,9 @@ struct ObjectStoreTests {
         #expect(t.files("blobs").count == 1, "a failed upload leaves no blob")
     }
 
-    @Test func copiesShareBytesUntilTheLastReferenceGoes() async throws {
-        let t = try TempStore()
+    @Test(arguments: MetadataStoreKind.allCases)
+    func copiesShareBytesUntilTheLastReferenceGoes(_ kind: MetadataStoreKind) async throws {
+        let t = try TempStore(metadata: kind)
         try await t.store.createBucket("b-1")
         try await t.store.createBucket("b-2")
         _ = try await t.store.put("b-1", "src", Array("data".utf8), attributes: .init(contentType: "text/plain"))
@@ -133,8 +137,9 @@ struct ObjectStoreTests {
         try await t.store.deleteBucket("b-2")
     }
 
-    @Test func deleteManyIsOneTransactionAndIdempotent() async throws {
-        let t = try TempStore()
+    @Test(arguments: MetadataStoreKind.allCases)
+    func deleteManyIsOneTransactionAndIdempotent(_ kind: MetadataStoreKind) async throws {
+        let t = try TempStore(metadata: kind)
         try await t.store.createBucket("bkt")
         for i in 0..<50 { _ = try await t.store.put("bkt", "x/\(i)", Array("o\(i)".utf8)) }
         // A copy shares its source's bytes: deleting both in one batch frees the blob once,
@@ -156,8 +161,9 @@ struct ObjectStoreTests {
         await #expect(throws: HearthError.self) { try await t.store.deleteMany("no-such", ["a"]) }
     }
 
-    @Test func abortedAndAbandonedUploadsLeaveNothing() async throws {
-        let t = try TempStore()
+    @Test(arguments: MetadataStoreKind.allCases)
+    func abortedAndAbandonedUploadsLeaveNothing(_ kind: MetadataStoreKind) async throws {
+        let t = try TempStore(metadata: kind)
         try await t.store.createBucket("b-1")
         let w = try t.store.beginUpload()
         try w.write([1, 2, 3])
@@ -197,8 +203,9 @@ struct ObjectStoreTests {
         #expect(t.files("blobs").allSatisfy { $0.split(separator: "/").last!.count == 26 })
     }
 
-    @Test func listingMatchesABruteForceModel() async throws {
-        let t = try TempStore()
+    @Test(arguments: MetadataStoreKind.allCases)
+    func listingMatchesABruteForceModel(_ kind: MetadataStoreKind) async throws {
+        let t = try TempStore(metadata: kind)
         try await t.store.createBucket("b-1")
         var rng = SystemRandomNumberGenerator()
         let parts = ["a", "b", "img", "x.y", "é", "z"]

@@ -73,6 +73,22 @@ def test_listing_with_prefixes_and_pages(gcs, bucket):
     assert sorted(it.prefixes) == ["photos/a/", "photos/b/"]
 
 
+def test_listing_from_a_start_offset_inside_a_common_prefix_ends(gcs, bucket):
+    # startOffset "a/b" lies inside the common prefix "a/": the page after "a/" must move past it
+    # instead of rolling it up again (which paged forever).
+    for name in ("a/a.txt", "a/b.txt", "a/c/d.txt", "b/x.txt", "c.txt", "d/e/f.txt"):
+        bucket.blob(name).upload_from_string(b"x")
+    it = gcs.list_blobs(bucket.name, delimiter="/", start_offset="a/b", page_size=1, max_results=20)
+    pages = []
+    for page in it.pages:  # bounded: max_results counts objects only, so a repeating prefix never ends the iterator
+        pages.append((sorted(b.name for b in page), sorted(page.prefixes)))
+        if len(pages) > 8:
+            break
+    assert pages == [([], ["a/"]), ([], ["b/"]), (["c.txt"], []), ([], ["d/"])]
+    it = gcs.list_blobs(bucket.name, prefix="a/", delimiter="/", start_offset="a/c/", end_offset="b", page_size=1)
+    assert [b.name for b in it] == [] and it.prefixes == {"a/c/"}
+
+
 def test_copy_rewrite_delete_and_preconditions(bucket):
     src = bucket.blob("src.txt")
     src.upload_from_string(b"copy me")

@@ -184,6 +184,9 @@ public struct DataDirectoryBackup: Sendable {
     func snapshotObjects(into partial: URL, linked: Set<String>, progress: (Progress) -> Void) throws(HearthError) -> Int {
         let target = partial.appendingPathComponent("storage.sqlite")
         var previouslyMissing: String?
+        // Blobs already in the backup: those linked up front, and those an earlier attempt linked
+        // before it found one missing (linking one twice would fail with EEXIST).
+        var linked = linked
         for attempt in 1...5 {
             try? FileManager.default.removeItem(at: target)
             try snapshot("storage.sqlite", to: target, progress: progress)
@@ -192,6 +195,7 @@ public struct DataDirectoryBackup: Sendable {
             var missing: String?
             for (relative, _) in named where !linked.contains(relative) {
                 if try !linkBlob(relative, into: partial, required: false) { missing = relative; break }
+                linked.insert(relative)
             }
             if let missing {
                 guard missing != previouslyMissing else {
@@ -222,16 +226,12 @@ public struct DataDirectoryBackup: Sendable {
         do {
             let queue = try DatabaseQueue(path: storage.path)
             defer { try? queue.close() }
-            let rows = try queue.read { db in
-                try Row.fetchAll(db, sql: "SELECT blob_id, size FROM storage_objects UNION ALL SELECT blob_id, -1 FROM storage_parts")
-            }
+            let rows = try queue.read { db in try SQLiteObjectMetadataStore.blobReferences(db) }
             var out: [String: Int64] = [:]
-            for row in rows {
-                let id: String = row[0]
+            for (id, size) in rows {
                 guard id.utf8.count == 26, id.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 118) }) else {
                     throw HearthError(.dataLoss, "The object metadata names an invalid blob id \(id.debugDescription).")
                 }
-                let size: Int64 = row[1]
                 out["\(id.prefix(2))/\(id)"] = max(out["\(id.prefix(2))/\(id)"] ?? -1, size)
             }
             return out

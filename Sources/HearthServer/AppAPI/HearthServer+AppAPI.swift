@@ -3,6 +3,7 @@ public import HearthAppCheck
 import HearthAuth
 import HearthDocuments
 import HearthFiles
+import HearthSQLite
 import HearthStorage
 import Hummingbird
 import Logging
@@ -135,7 +136,7 @@ extension HearthServer {
     }
 
     /// The App Check store of a data directory (shared with `hearth admin app-check`).
-    public static func openAppCheckStore(directory: URL) throws -> GRDBAppCheckStore {
+    public static func openAppCheckStore(directory: URL) throws -> any AppCheckStore {
         try GRDBAppCheckStore.open(path: directory.appendingPathComponent("app-check.sqlite").path)
     }
 

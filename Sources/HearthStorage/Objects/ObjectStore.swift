@@ -1,15 +1,15 @@
 public import HearthCore
-public import GRDB
 import Synchronization
 public import Foundation
 
-/// Buckets and objects: metadata in SQLite (GRDB), bytes in a ``BlobStore``. Knows nothing
-/// of HTTP. An object changes atomically: its new bytes are finished (durable, immutable)
-/// before the metadata row points at them, and a replaced blob is deleted only after the
-/// new row is committed and no other object shares it — so a reader sees the old object or
-/// the new one, never a mixture, and a crash at any point loses nothing acknowledged.
+/// Buckets and objects: metadata in an ``ObjectMetadataStore`` (SQLite by default), bytes in a
+/// ``BlobStore``. Knows nothing of HTTP or SQL. An object changes atomically: its new bytes are
+/// finished (durable, immutable) before the metadata row points at them, and a replaced blob is
+/// deleted only after the new row is committed and no other object shares it — so a reader sees
+/// the old object or the new one, never a mixture, and a crash at any point loses nothing
+/// acknowledged.
 public final class ObjectStore: Sendable {
-    public let writer: any DatabaseWriter
+    public let metadata: any ObjectMetadataStore
     public let blobs: any BlobStore
     /// Access keys read in the last second (every signed S3 request needs its key; the CLI
     /// may revoke one from another process, so entries are trusted for one second only).
@@ -21,79 +21,18 @@ public final class ObjectStore: Sendable {
     let reclaimer: BlobReclaimer
 
     /// `metadataCacheSize` bounds the rows kept for reads (0 turns the cache off).
-    public init(writer: any DatabaseWriter, blobs: any BlobStore, metadataCacheSize: Int = 16_384) throws {
-        self.writer = writer
+    public init(metadata: any ObjectMetadataStore, blobs: any BlobStore, metadataCacheSize: Int = 16_384) {
+        self.metadata = metadata
         self.blobs = blobs
         self.metadataCache = ObjectMetadataCache(capacity: metadataCacheSize)
         self.reclaimer = BlobReclaimer(blobs: blobs)
-        try Self.migrator.migrate(writer)
     }
 
-    /// The store under a data directory: `storage.sqlite` for metadata, `objects/` for bytes.
-    /// With `s3`, the bytes live in that external bucket instead (spooled under `objects/`).
-    public static func open(directory: URL, s3: S3BlobStore.Configuration? = nil) throws -> ObjectStore {
+    /// The blob store of a data directory: `objects/` on the filesystem, or with `s3` that
+    /// external bucket (spooled under `objects/`).
+    public static func blobStore(directory: URL, s3: S3BlobStore.Configuration? = nil) throws -> any BlobStore {
         let objects = directory.appendingPathComponent("objects")
-        let blobs: any BlobStore = try s3.map { try S3BlobStore(configuration: $0, spool: objects) } ?? FilesystemBlobStore(root: objects)
-        return try ObjectStore(writer: try DatabasePool(path: directory.appendingPathComponent("storage.sqlite").path), blobs: blobs)
-    }
-
-    static var migrator: DatabaseMigrator {
-        var m = DatabaseMigrator()
-        m.registerMigration("hearth-storage-v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE storage_buckets(
-                    name TEXT PRIMARY KEY NOT NULL,
-                    created_us INTEGER NOT NULL);
-                CREATE TABLE storage_objects(
-                    bucket TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    generation INTEGER NOT NULL,
-                    metageneration INTEGER NOT NULL,
-                    size INTEGER NOT NULL,
-                    content_type TEXT NOT NULL,
-                    md5 BLOB NOT NULL,
-                    crc32c INTEGER NOT NULL,
-                    etag TEXT NOT NULL,
-                    created_us INTEGER NOT NULL,
-                    updated_us INTEGER NOT NULL,
-                    cache_control TEXT,
-                    content_disposition TEXT,
-                    content_encoding TEXT,
-                    content_language TEXT,
-                    custom TEXT NOT NULL,
-                    download_tokens TEXT NOT NULL,
-                    blob_id TEXT NOT NULL,
-                    PRIMARY KEY(bucket, name)) WITHOUT ROWID;
-                CREATE INDEX storage_objects_blob ON storage_objects(blob_id);
-                """)
-        }
-        m.registerMigration("hearth-storage-v2-s3") { db in
-            try db.execute(sql: """
-                CREATE TABLE storage_s3_keys(
-                    id TEXT PRIMARY KEY NOT NULL,
-                    secret TEXT NOT NULL,
-                    buckets TEXT NOT NULL,
-                    created_us INTEGER NOT NULL,
-                    revoked INTEGER NOT NULL,
-                    note TEXT);
-                CREATE TABLE storage_multipart(
-                    upload_id TEXT PRIMARY KEY NOT NULL,
-                    bucket TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    attributes TEXT NOT NULL,
-                    created_us INTEGER NOT NULL);
-                CREATE TABLE storage_parts(
-                    upload_id TEXT NOT NULL,
-                    part_number INTEGER NOT NULL,
-                    size INTEGER NOT NULL,
-                    md5 BLOB NOT NULL,
-                    blob_id TEXT NOT NULL,
-                    modified_us INTEGER NOT NULL,
-                    PRIMARY KEY(upload_id, part_number)) WITHOUT ROWID;
-                CREATE INDEX storage_parts_blob ON storage_parts(blob_id);
-                """)
-        }
-        return m
+        return try s3.map { try S3BlobStore(configuration: $0, spool: objects) } ?? FilesystemBlobStore(root: objects)
     }
 
     static func now() -> Timestamp {
@@ -105,55 +44,31 @@ public final class ObjectStore: Sendable {
     public struct Bucket: Sendable, Hashable {
         public var name: String
         public var created: Timestamp
+
+        package init(name: String, created: Timestamp) {
+            self.name = name
+            self.created = created
+        }
     }
 
     /// Creates a bucket; ALREADY_EXISTS if it exists (unless `ifMissing`).
     @discardableResult
     public func createBucket(_ name: String, ifMissing: Bool = false) async throws -> Bucket {
         try StorageNames.validateBucket(name)
-        let created = Self.now()
-        return try await writer.write { db in
-            if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT created_us FROM storage_buckets WHERE name = ?"), arguments: [name]) {
-                if ifMissing { return Bucket(name: name, created: Timestamp(microseconds: row[0])) }
-                throw HearthError(.alreadyExists, "The bucket \(name) already exists.")
-            }
-            try db.execute(sql: "INSERT INTO storage_buckets(name, created_us) VALUES (?, ?)", arguments: [name, created.microseconds])
-            return Bucket(name: name, created: created)
-        }
+        return try await metadata.createBucket(name, created: Self.now(), ifMissing: ifMissing)
     }
 
     public func bucket(_ name: String) async throws -> Bucket? {
-        try await writer.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT created_us FROM storage_buckets WHERE name = ?"), arguments: [name])
-                .map { Bucket(name: name, created: Timestamp(microseconds: $0[0])) }
-        }
+        try await metadata.bucket(name)
     }
 
     public func buckets() async throws -> [Bucket] {
-        try await writer.read { db in
-            try Row.fetchAll(db.cachedStatement(sql: "SELECT name, created_us FROM storage_buckets ORDER BY name")).map {
-                Bucket(name: $0[0], created: Timestamp(microseconds: $0[1]))
-            }
-        }
+        try await metadata.buckets()
     }
 
     /// Deletes an empty bucket: NOT_FOUND if missing, FAILED_PRECONDITION if it holds objects.
     public func deleteBucket(_ name: String) async throws {
-        try await writer.write { db in
-            guard try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_buckets WHERE name = ?"), arguments: [name]) != nil else {
-                throw HearthError(.notFound, "The bucket \(name) does not exist.")
-            }
-            if try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_objects WHERE bucket = ? LIMIT 1"), arguments: [name]) != nil {
-                throw HearthError(.failedPrecondition, "The bucket \(name) is not empty.")
-            }
-            try db.execute(sql: "DELETE FROM storage_buckets WHERE name = ?", arguments: [name])
-        }
-    }
-
-    func requireBucket(_ db: Database, _ name: String) throws {
-        guard try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_buckets WHERE name = ?"), arguments: [name]) != nil else {
-            throw HearthError(.notFound, "The bucket \(name) does not exist.")
-        }
+        try await metadata.deleteBucket(name)
     }
 
     // MARK: Objects
@@ -161,28 +76,24 @@ public final class ObjectStore: Sendable {
     public func object(_ bucket: String, _ name: String) async throws -> StorageObject? {
         if let cached = metadataCache.object(bucket, name) { return cached }
         let epoch = metadataCache.epoch
-        let object = try await writer.read { db in try Self.fetch(db, bucket, name) }
+        let object = try await metadata.object(bucket, name)
         if let object { metadataCache.insert(object, readAt: epoch) }
         return object
     }
 
-    /// Runs a write transaction that may change the object `bucket`/`name`, then drops that
-    /// object's cached row — also when the transaction failed (it may have been cancelled
-    /// after committing) — before the caller acts on the result.
-    func writeObject<T: Sendable>(_ bucket: String, _ name: String, _ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    /// Runs a store write that may change the object `bucket`/`name`, then drops that object's
+    /// cached row — also when the write failed (it may have been cancelled after committing) —
+    /// before the caller acts on the result.
+    func writeObject<T: Sendable>(_ bucket: String, _ name: String, _ write: () async throws -> T) async throws -> T {
         let result: T
         do {
-            result = try await writer.write(updates)
+            result = try await write()
         } catch {
             metadataCache.invalidate(bucket, name)
             throw error
         }
         metadataCache.invalidate(bucket, name)
         return result
-    }
-
-    static func fetch(_ db: Database, _ bucket: String, _ name: String) throws -> StorageObject? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(objectColumns) FROM storage_objects WHERE bucket = ? AND name = ?"), arguments: [bucket, name]).map(decode)
     }
 
     /// Starts writing new bytes; hand the finished writer to ``commit(_:bucket:name:attributes:preconditions:etag:)``.
@@ -208,35 +119,22 @@ public final class ObjectStore: Sendable {
         _ info: BlobInfo, bucket: String, name: String, attributes: ObjectAttributes, preconditions: ObjectPreconditions = .none, etag: String? = nil
     ) async throws -> StorageObject {
         let time = Self.now()
-        let result: (StorageObject, String?)
+        let object = StorageObject(
+            bucket: bucket, name: name, generation: time.microseconds, metageneration: 1,
+            size: info.size, contentType: attributes.contentType ?? "application/octet-stream", md5: info.md5, crc32c: info.crc32c,
+            etag: etag ?? StorageObject.hex(info.md5), created: time, updated: time, cacheControl: attributes.cacheControl,
+            contentDisposition: attributes.contentDisposition, contentEncoding: attributes.contentEncoding,
+            contentLanguage: attributes.contentLanguage, custom: attributes.custom, downloadTokens: attributes.downloadTokens ?? [],
+            blobID: info.id)
+        let result: (object: StorageObject, unreferenced: String?)
         do {
-            result = try await writeObject(bucket, name) { db in
-                try self.requireBucket(db, bucket)
-                let current = try Self.fetch(db, bucket, name)
-                try preconditions.check(current)
-                let object = StorageObject(
-                    bucket: bucket, name: name, generation: max(time.microseconds, (current?.generation ?? 0) + 1), metageneration: 1,
-                    size: info.size, contentType: attributes.contentType ?? "application/octet-stream", md5: info.md5, crc32c: info.crc32c,
-                    etag: etag ?? StorageObject.hex(info.md5), created: time, updated: time, cacheControl: attributes.cacheControl,
-                    contentDisposition: attributes.contentDisposition, contentEncoding: attributes.contentEncoding,
-                    contentLanguage: attributes.contentLanguage, custom: attributes.custom, downloadTokens: attributes.downloadTokens ?? [],
-                    blobID: info.id)
-                try Self.save(db, object)
-                return (object, try current.flatMap { try Self.unreferenced(db, $0.blobID) })
-            }
+            result = try await writeObject(bucket, name) { try await metadata.putObject(object, preconditions: preconditions) }
         } catch {
             try? await blobs.delete(info.id)
             throw error
         }
-        reclaimer.reclaim(result.1.map { [$0] } ?? [])
-        return result.0
-    }
-
-    /// The blob id if no object refers to it any more (checked inside the write transaction).
-    static func unreferenced(_ db: Database, _ blobID: String) throws -> String? {
-        if try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_objects WHERE blob_id = ? LIMIT 1"), arguments: [blobID]) != nil { return nil }
-        if try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_parts WHERE blob_id = ? LIMIT 1"), arguments: [blobID]) != nil { return nil }
-        return blobID
+        reclaimer.reclaim(result.unreferenced.map { [$0] } ?? [])
+        return result.object
     }
 
     /// Stores bytes held in memory (small objects, tests).
@@ -275,27 +173,14 @@ public final class ObjectStore: Sendable {
     /// Changes metadata (a new metageneration; the bytes and generation stay).
     public func update(_ bucket: String, _ name: String, _ patch: ObjectPatch, preconditions: ObjectPreconditions = .none) async throws -> StorageObject {
         let time = Self.now()
-        return try await writeObject(bucket, name) { db in
-            try self.requireBucket(db, bucket)
-            guard var o = try Self.fetch(db, bucket, name) else { throw HearthError(.notFound, "No such object: \(bucket)/\(name)") }
-            try preconditions.check(o)
-            o = patch.applied(to: o)
-            o.metageneration += 1
-            o.updated = time
-            try Self.save(db, o)
-            return o
+        return try await writeObject(bucket, name) {
+            try await metadata.updateObject(bucket, name, patch: patch, preconditions: preconditions, at: time)
         }
     }
 
     /// Deletes an object: NOT_FOUND if it does not exist.
     public func delete(_ bucket: String, _ name: String, preconditions: ObjectPreconditions = .none) async throws {
-        let orphan: String? = try await writeObject(bucket, name) { db in
-            try self.requireBucket(db, bucket)
-            guard let o = try Self.fetch(db, bucket, name) else { throw HearthError(.notFound, "No such object: \(bucket)/\(name)") }
-            try preconditions.check(o)
-            try db.execute(sql: "DELETE FROM storage_objects WHERE bucket = ? AND name = ?", arguments: [bucket, name])
-            return try Self.unreferenced(db, o.blobID)
-        }
+        let orphan = try await writeObject(bucket, name) { try await metadata.deleteObject(bucket, name, preconditions: preconditions) }
         reclaimer.reclaim(orphan.map { [$0] } ?? [])
     }
 
@@ -308,37 +193,16 @@ public final class ObjectStore: Sendable {
     public func deleteMany(_ bucket: String, _ names: some Collection<String>) async throws -> [String] {
         let names = Array(names)
         guard !names.isEmpty else { return [] }
-        let result: Result<(deleted: [String], orphans: [String]), any Error>
+        let result: Result<(deleted: [String], unreferenced: [String]), any Error>
         do {
-            result = .success(
-                try await writer.write { db in
-                    try self.requireBucket(db, bucket)
-                    var deleted: [String] = []
-                    var blobIDs: [String] = []
-                    let select = try db.cachedStatement(sql: "SELECT blob_id FROM storage_objects WHERE bucket = ? AND name = ?")
-                    let delete = try db.cachedStatement(sql: "DELETE FROM storage_objects WHERE bucket = ? AND name = ?")
-                    for name in names {
-                        guard let blobID = try String.fetchOne(select, arguments: [bucket, name]) else { continue }
-                        try delete.execute(arguments: [bucket, name])
-                        deleted.append(name)
-                        blobIDs.append(blobID)
-                    }
-                    // Checked after every row is gone: copies share blobs, and two deleted
-                    // objects may share one.
-                    var orphans: [String] = []
-                    var seen = Set<String>()
-                    for id in blobIDs where seen.insert(id).inserted {
-                        if let orphan = try Self.unreferenced(db, id) { orphans.append(orphan) }
-                    }
-                    return (deleted, orphans)
-                })
+            result = .success(try await metadata.deleteObjects(bucket, names))
         } catch {
             result = .failure(error)
         }
         // Also on failure: the transaction may have committed before being cancelled.
         for name in names { metadataCache.invalidate(bucket, name) }
         let done = try result.get()
-        reclaimer.reclaim(done.orphans)
+        reclaimer.reclaim(done.unreferenced)
         return done.deleted
     }
 
@@ -350,37 +214,13 @@ public final class ObjectStore: Sendable {
     ) async throws -> StorageObject {
         try StorageNames.validateObject(destination.name)
         let time = Self.now()
-        let result: (StorageObject, String?) = try await writeObject(destination.bucket, destination.name) { db in
-            try self.requireBucket(db, source.bucket)
-            try self.requireBucket(db, destination.bucket)
-            guard let src = try Self.fetch(db, source.bucket, source.name) else {
-                throw HearthError(.notFound, "No such object: \(source.bucket)/\(source.name)")
-            }
-            try sourcePreconditions.check(src)
-            let current = try Self.fetch(db, destination.bucket, destination.name)
-            try preconditions.check(current)
-            var o = src
-            o.bucket = destination.bucket
-            o.name = destination.name
-            o.generation = max(time.microseconds, (current?.generation ?? 0) + 1)
-            o.metageneration = 1
-            o.created = time
-            o.updated = time
-            if let a = attributes {
-                o.contentType = a.contentType ?? "application/octet-stream"
-                o.cacheControl = a.cacheControl
-                o.contentDisposition = a.contentDisposition
-                o.contentEncoding = a.contentEncoding
-                o.contentLanguage = a.contentLanguage
-                o.custom = a.custom
-                o.downloadTokens = a.downloadTokens ?? []
-            }
-            try Self.save(db, o)
-            let orphan = try current.flatMap { $0.blobID == o.blobID ? nil : try Self.unreferenced(db, $0.blobID) }
-            return (o, orphan)
+        let result = try await writeObject(destination.bucket, destination.name) {
+            try await metadata.copyObject(
+                from: source, to: destination, attributes: attributes, sourcePreconditions: sourcePreconditions,
+                preconditions: preconditions, at: time)
         }
-        reclaimer.reclaim(result.1.map { [$0] } ?? [])
-        return result.0
+        reclaimer.reclaim(result.unreferenced.map { [$0] } ?? [])
+        return result.object
     }
 
     /// Returns once the bytes of every object replaced or deleted so far are deleted too (they
@@ -393,54 +233,8 @@ public final class ObjectStore: Sendable {
     public func sweep() async throws -> Int {
         let ids = try await blobs.allBlobIDs()
         guard !ids.isEmpty else { return 0 }
-        let orphans: [String] = try await writer.read { db in
-            try ids.filter { try Self.unreferenced(db, $0) != nil }
-        }
+        let orphans = try await metadata.unreferencedBlobs(ids)
         for id in orphans { try? await blobs.delete(id) }
         return orphans.count
-    }
-
-    // MARK: Rows
-
-    static func save(_ db: Database, _ o: StorageObject) throws {
-        let custom = JSON.object(o.custom.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }).serialized()
-        let tokens = JSON.array(o.downloadTokens.map { .string($0) }).serialized()
-        try db.execute(
-            sql: """
-                INSERT OR REPLACE INTO storage_objects(bucket, name, generation, metageneration, size, content_type, md5, crc32c,
-                    etag, created_us, updated_us, cache_control, content_disposition, content_encoding, content_language, custom,
-                    download_tokens, blob_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [
-                o.bucket, o.name, o.generation, o.metageneration, o.size, o.contentType, Data(o.md5), Int64(o.crc32c), o.etag,
-                o.created.microseconds, o.updated.microseconds, o.cacheControl, o.contentDisposition, o.contentEncoding,
-                o.contentLanguage, custom, tokens, o.blobID,
-            ])
-    }
-
-    /// The columns ``decode(_:)`` reads, by position (name lookups cost more than the query).
-    static let objectColumns = """
-        bucket, name, generation, metageneration, size, content_type, md5, crc32c, etag, created_us, updated_us, \
-        cache_control, content_disposition, content_encoding, content_language, custom, download_tokens, blob_id
-        """
-
-    /// A row of ``objectColumns``.
-    static func decode(_ row: Row) -> StorageObject {
-        var custom: [String: String] = [:]
-        let customText: String = row[15]
-        if customText != "{}", let json = try? JSON.parse(Array(customText.utf8)) {
-            for (k, v) in json.objectValue ?? [] { custom[k] = v.stringValue }
-        }
-        let tokensText: String = row[16]
-        let tokens = tokensText == "[]" ? [] : (try? JSON.parse(Array(tokensText.utf8)))?.arrayValue?.compactMap(\.stringValue) ?? []
-        let md5: Data = row[6]
-        let crc: Int64 = row[7]
-        return StorageObject(
-            bucket: row[0], name: row[1], generation: row[2], metageneration: row[3],
-            size: row[4], contentType: row[5], md5: Array(md5), crc32c: UInt32(truncatingIfNeeded: crc),
-            etag: row[8], created: Timestamp(microseconds: row[9]), updated: Timestamp(microseconds: row[10]),
-            cacheControl: row[11], contentDisposition: row[12], contentEncoding: row[13],
-            contentLanguage: row[14], custom: custom, downloadTokens: tokens, blobID: row[17])
     }
 }

@@ -1,5 +1,4 @@
 public import HearthCore
-import GRDB
 import Crypto
 import Foundation
 
@@ -13,6 +12,14 @@ extension ObjectStore {
         public var key: String
         public var attributes: ObjectAttributes
         public var created: Timestamp
+
+        package init(id: String, bucket: String, key: String, attributes: ObjectAttributes, created: Timestamp) {
+            self.id = id
+            self.bucket = bucket
+            self.key = key
+            self.attributes = attributes
+            self.created = created
+        }
     }
 
     public struct UploadedPart: Sendable, Hashable {
@@ -21,7 +28,15 @@ extension ObjectStore {
         public var md5: [UInt8]
         public var etag: String { StorageObject.hex(md5) }
         public var modified: Timestamp
-        var blobID: String
+        package var blobID: String
+
+        package init(number: Int, size: Int64, md5: [UInt8], modified: Timestamp, blobID: String) {
+            self.number = number
+            self.size = size
+            self.md5 = md5
+            self.modified = modified
+            self.blobID = blobID
+        }
     }
 
     public static let minPartSize: Int64 = 5 * 1024 * 1024
@@ -31,26 +46,13 @@ extension ObjectStore {
         try StorageNames.validateObject(key)
         let id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "") + FilesystemBlobStore.newID()
         let created = Self.now()
-        let encoded = Self.encodeAttributes(attributes)
-        try await writer.write { db in
-            try self.requireBucket(db, bucket)
-            try db.execute(
-                sql: "INSERT INTO storage_multipart(upload_id, bucket, name, attributes, created_us) VALUES (?, ?, ?, ?, ?)",
-                arguments: [id, bucket, key, encoded, created.microseconds])
-        }
-        return MultipartUpload(id: id, bucket: bucket, key: key, attributes: attributes, created: created)
+        let upload = MultipartUpload(id: id, bucket: bucket, key: key, attributes: attributes, created: created)
+        try await metadata.createMultipartUpload(upload)
+        return upload
     }
 
     public func multipartUpload(_ id: String, bucket: String, key: String) async throws -> MultipartUpload? {
-        try await writer.read { db in
-            try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM storage_multipart WHERE upload_id = ? AND bucket = ? AND name = ?"), arguments: [id, bucket, key]
-            ).map { row in
-                MultipartUpload(
-                    id: id, bucket: bucket, key: key, attributes: Self.decodeAttributes(row["attributes"]),
-                    created: Timestamp(microseconds: row["created_us"]))
-            }
-        }
+        try await metadata.multipartUpload(id, bucket: bucket, key: key)
     }
 
     /// Stores a finished part (replacing an earlier upload of the same number).
@@ -61,39 +63,20 @@ extension ObjectStore {
         }
         let info = try await part.finish()
         let now = Self.now()
+        let uploaded = UploadedPart(number: number, size: info.size, md5: info.md5, modified: now, blobID: info.id)
         let old: String?
         do {
-            old = try await self.writer.write { db in
-                guard try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_multipart WHERE upload_id = ?"), arguments: [upload.id]) != nil else {
-                    throw HearthError(.notFound, "The specified multipart upload does not exist.")
-                }
-                let previous = try String.fetchOne(
-                    db.cachedStatement(sql: "SELECT blob_id FROM storage_parts WHERE upload_id = ? AND part_number = ?"), arguments: [upload.id, number])
-                try db.execute(
-                    sql: """
-                        INSERT OR REPLACE INTO storage_parts(upload_id, part_number, size, md5, blob_id, modified_us)
-                        VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [upload.id, number, info.size, Data(info.md5), info.id, now.microseconds])
-                return previous
-            }
+            old = try await metadata.putPart(uploaded, uploadID: upload.id)
         } catch {
             try? await blobs.delete(info.id)
             throw error
         }
         reclaimer.reclaim(old.map { [$0] } ?? [])
-        return UploadedPart(number: number, size: info.size, md5: info.md5, modified: now, blobID: info.id)
+        return uploaded
     }
 
     public func parts(_ upload: MultipartUpload) async throws -> [UploadedPart] {
-        try await writer.read { db in
-            try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM storage_parts WHERE upload_id = ? ORDER BY part_number"), arguments: [upload.id]).map {
-                let md5: Data = $0["md5"]
-                return UploadedPart(
-                    number: $0["part_number"], size: $0["size"], md5: Array(md5), modified: Timestamp(microseconds: $0["modified_us"]),
-                    blobID: $0["blob_id"])
-            }
-        }
+        try await metadata.parts(uploadID: upload.id)
     }
 
     /// Completes an upload with the listed parts (ascending numbers, ETags matching, every part
@@ -136,34 +119,6 @@ extension ObjectStore {
     public func abortMultipartUpload(_ upload: MultipartUpload) async throws { try await removeUpload(upload) }
 
     func removeUpload(_ upload: MultipartUpload) async throws {
-        let blobIDs: [String] = try await writer.write { db in
-            let ids = try String.fetchAll(db.cachedStatement(sql: "SELECT blob_id FROM storage_parts WHERE upload_id = ?"), arguments: [upload.id])
-            try db.execute(sql: "DELETE FROM storage_parts WHERE upload_id = ?", arguments: [upload.id])
-            try db.execute(sql: "DELETE FROM storage_multipart WHERE upload_id = ?", arguments: [upload.id])
-            return ids
-        }
-        reclaimer.reclaim(blobIDs)
-    }
-
-    static func encodeAttributes(_ a: ObjectAttributes) -> String {
-        var m: [(String, JSON)] = []
-        func put(_ k: String, _ v: String?) { if let v { m.append((k, .string(v))) } }
-        put("contentType", a.contentType)
-        put("cacheControl", a.cacheControl)
-        put("contentDisposition", a.contentDisposition)
-        put("contentEncoding", a.contentEncoding)
-        put("contentLanguage", a.contentLanguage)
-        m.append(("custom", .object(a.custom.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })))
-        return JSON.object(m).serialized()
-    }
-
-    static func decodeAttributes(_ s: String) -> ObjectAttributes {
-        guard let j = try? JSON.parse(Array(s.utf8)) else { return ObjectAttributes() }
-        var a = ObjectAttributes(
-            contentType: j["contentType"]?.stringValue, cacheControl: j["cacheControl"]?.stringValue,
-            contentDisposition: j["contentDisposition"]?.stringValue, contentEncoding: j["contentEncoding"]?.stringValue,
-            contentLanguage: j["contentLanguage"]?.stringValue)
-        for (k, v) in j["custom"]?.objectValue ?? [] { a.custom[k] = v.stringValue }
-        return a
+        reclaimer.reclaim(try await metadata.removeMultipartUpload(upload.id))
     }
 }

@@ -1,5 +1,4 @@
 public import HearthCore
-import GRDB
 import Foundation
 
 /// S3 access keys (`hearth admin s3-keys`): an id, a secret, optionally the only buckets they
@@ -14,6 +13,15 @@ public struct S3AccessKey: Sendable, Hashable {
     public var created: Timestamp
     public var revoked: Bool
     public var note: String?
+
+    package init(id: String, secret: String, buckets: [String], created: Timestamp, revoked: Bool, note: String?) {
+        self.id = id
+        self.secret = secret
+        self.buckets = buckets
+        self.created = created
+        self.revoked = revoked
+        self.note = note
+    }
 
     public func allows(bucket: String?) -> Bool {
         guard let bucket else { return buckets.isEmpty }
@@ -33,17 +41,13 @@ extension ObjectStore {
             id: "HRTH" + random(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"),
             secret: random(40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"), buckets: buckets,
             created: Self.now(), revoked: false, note: note)
-        try await writer.write { db in
-            try db.execute(
-                sql: "INSERT INTO storage_s3_keys(id, secret, buckets, created_us, revoked, note) VALUES (?, ?, ?, ?, 0, ?)",
-                arguments: [key.id, key.secret, buckets.joined(separator: ","), key.created.microseconds, note])
-        }
+        try await metadata.addAccessKey(key)
         accessKeyCache.withLock { _ = $0.removeValue(forKey: key.id) }
         return key
     }
 
     public func accessKeys() async throws -> [S3AccessKey] {
-        try await writer.read { db in try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM storage_s3_keys ORDER BY created_us")).map(Self.decodeKey) }
+        try await metadata.accessKeys()
     }
 
     /// The key with this id (nil if none). Answers from memory for a second after reading it,
@@ -52,9 +56,7 @@ extension ObjectStore {
     public func accessKey(_ id: String) async throws -> S3AccessKey? {
         let now = ContinuousClock.now
         if let hit = accessKeyCache.withLock({ $0[id] }), now - hit.read < .seconds(1) { return hit.key }
-        let key = try await writer.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM storage_s3_keys WHERE id = ?"), arguments: [id]).map(Self.decodeKey)
-        }
+        let key = try await metadata.accessKey(id)
         accessKeyCache.withLock { cache in
             if cache.count >= 1024 { cache.removeAll(keepingCapacity: true) }  // a flood of unknown ids stays bounded
             cache[id] = (key, now)
@@ -64,17 +66,7 @@ extension ObjectStore {
 
     /// Revokes a key: requests signed with it fail from now on. NOT_FOUND if there is no such key.
     public func revokeAccessKey(_ id: String) async throws {
-        try await writer.write { db in
-            try db.execute(sql: "UPDATE storage_s3_keys SET revoked = 1 WHERE id = ?", arguments: [id])
-            if db.changesCount == 0 { throw HearthError(.notFound, "No access key \(id).") }
-        }
+        guard try await metadata.revokeAccessKey(id) else { throw HearthError(.notFound, "No access key \(id).") }
         accessKeyCache.withLock { _ = $0.removeValue(forKey: id) }
-    }
-
-    static func decodeKey(_ row: Row) -> S3AccessKey {
-        let buckets: String = row["buckets"]
-        return S3AccessKey(
-            id: row["id"], secret: row["secret"], buckets: buckets.isEmpty ? [] : buckets.split(separator: ",").map(String.init),
-            created: Timestamp(microseconds: row["created_us"]), revoked: row["revoked"], note: row["note"])
     }
 }

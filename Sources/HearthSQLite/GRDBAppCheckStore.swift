@@ -1,8 +1,9 @@
 public import HearthCore
+public import HearthAppCheck
 public import GRDB
 import Foundation
 
-/// ``AppCheckStore`` over SQLite (`<data-dir>/app-check.sqlite`, WAL): the server and
+/// HearthAppCheck's ``AppCheckStore`` over SQLite (`<data-dir>/app-check.sqlite`, WAL): the server and
 /// `hearth admin app-check` share it. Statements bind every value.
 public struct GRDBAppCheckStore: AppCheckStore {
     let writer: any DatabaseWriter
