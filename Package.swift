@@ -92,6 +92,8 @@ let package = Package(
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthAuth", "HearthDatabase", "HearthStorage", "HearthAppCheck",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the bulk loader's directly bound statements.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -336,7 +338,8 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthCore", "HearthAuth", "HearthDatabase", "HearthSQLite", "HearthStorage",
+                "HearthServer", "HearthCore", "HearthAuth", "HearthDatabase", "HearthDocuments", "HearthSQLite", "HearthStorage",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

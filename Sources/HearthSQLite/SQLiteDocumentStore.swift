@@ -123,6 +123,20 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
         try await writer.read { db in try SQLiteAccess(db: db).collectionIds(database, parent: parent) }
     }
 
+    /// The ids of the databases that hold documents, in byte order (a skip-scan of the
+    /// primary key: one lookup per database).
+    public func databaseIDs() async throws -> [String] {
+        try await writer.read { db in
+            var ids: [String] = []
+            var next = try String.fetchOne(db, sql: "SELECT db FROM documents ORDER BY db LIMIT 1")
+            while let id = next {
+                ids.append(id)
+                next = try String.fetchOne(db, sql: "SELECT db FROM documents WHERE db > ? ORDER BY db LIMIT 1", arguments: [id])
+            }
+            return ids
+        }
+    }
+
     public func indexDefinitions() async throws -> [IndexDefinition] {
         try await writer.read { db in try SQLiteAccess(db: db).indexDefinitions() }
     }

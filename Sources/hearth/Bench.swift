@@ -39,7 +39,10 @@ struct Bench: AsyncParsableCommand {
             HTTP stack under wrk, when wrk is installed), database (the Realtime Database: REST PUTs to distinct \
             paths and to one hot path next to Firestore REST creates, a write reaching 1,000 SSE listeners next to its \
             own acknowledgement, a GET of a 10k-child subtree next to the same JSON from a bare route, and an orderBy-child \
-            limitToFirst=10 query over 100k children from its .indexOn index next to an unindexed scan). \
+            limitToFirst=10 query over 100k children from its .indexOn index next to an unindexed scan), \
+            import (not in the default set: `hearth import` of a Firestore export of --import-documents documents, \
+            written here, with wall time, docs/s and peak RSS, next to the engine path and the bulk path on \
+            --import-baseline documents, and Google's Firestore emulator loading the same export when installed). \
             Clients run in this process against an in-process server on 127.0.0.1, except wrk and, with --database-target, the database fan-out.
             """
     )
@@ -48,8 +51,12 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read),database-ws,database-ws-fanout (only the WebSocket fan-out).")
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read),database-ws,database-ws-fanout (only the WebSocket fan-out),import.")
     var phases = "http,grdb,rules,engine,transactions,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
+    @Option(name: .customLong("import-documents"), help: "Documents in the import phase's export.")
+    var importDocuments = 1_000_000
+    @Option(name: .customLong("import-baseline"), help: "Documents in the import phase's same-run baselines (engine path and bulk path).")
+    var importBaseline = 20_000
     @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
     var grpcConnections = 4
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
@@ -110,6 +117,9 @@ struct Bench: AsyncParsableCommand {
             try await GRDBBaseline(path: dir + "/baseline.sqlite", clients: clients, duration: duration).run()
         }
         if selected.contains("rules") { try RulesBench(duration: duration).run() }
+        if selected.contains("import") {
+            try await ImportBench(directory: dir + "/import", documents: importDocuments, baseline: min(importBaseline, importDocuments)).run()
+        }
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }

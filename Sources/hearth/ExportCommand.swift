@@ -8,8 +8,8 @@ struct ExportCommand: AsyncParsableCommand {
         commandName: "export",
         abstract: "Export a data directory in the Firebase Emulator Suite's format (firebase emulators:export).",
         discussion: """
-            Writes firebase-export-metadata.json, firestore_export/ (the default database, in the \
-            Firestore emulator's format), auth_export/ (accounts.json, config.json), \
+            Writes firebase-export-metadata.json, firestore_export/ (every Firestore database, in the \
+            Firestore emulator's format; a named database's documents carry its id in their keys), auth_export/ (accounts.json, config.json), \
             database_export/<namespace>.json and storage_export/ (buckets.json, metadata/, blobs/), which `firebase emulators:start --import DIR` and \
             `hearth import DIR` read. The export is written beside DIR and renamed into place when \
             complete; an existing DIR must be empty or an earlier export (it is replaced). Run it while no server writes the data directory. \
@@ -31,7 +31,7 @@ struct ExportCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure("hearth export: \(error)")
         }
-        print("exported \(data.standardizedFileURL.path) into \(directory): \(summary.documents) documents, \(summary.objects) objects, \(summary.accounts) accounts, \(summary.namespaces.count) database namespaces (\(summary.leaves) values) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        print("exported \(data.standardizedFileURL.path) into \(directory): \(summary.documents) documents (\(summary.databases.count) Firestore databases), \(summary.objects) objects, \(summary.accounts) accounts, \(summary.namespaces.count) database namespaces (\(summary.leaves) values) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 }
 
@@ -41,9 +41,10 @@ struct ImportCommand: AsyncParsableCommand {
         commandName: "import",
         abstract: "Import a Firebase Emulator Suite export (firebase emulators:export, hearth export) into an empty data directory.",
         discussion: """
-            Reads and checks the whole export before writing anything, refuses a data directory \
-            that already holds accounts or database data, and removes what it wrote if a write \
-            fails: all or nothing. Passwords the Auth emulator kept in clear (its fakeHash) are \
+            Reads and checks the whole export before writing anything (Firestore's documents stream \
+            into a new document store file that replaces the empty one at the end), refuses a data \
+            directory that already holds accounts, database data, documents or objects, and removes \
+            what it wrote if a write fails: all or nothing. Passwords the Auth emulator kept in clear (its fakeHash) are \
             hashed with Hearth's scrypt. Stop the server first. See docs/import-export.md.
             """)
 
@@ -65,7 +66,7 @@ struct ImportCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure("hearth import: \(error)")
         }
-        print("imported \(directory) into \(data.standardizedFileURL.path): \(summary.documents) documents, \(summary.objects) objects, \(summary.accounts) accounts, \(summary.namespaces.count) database namespaces (\(summary.leaves) values) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        print("imported \(directory) into \(data.standardizedFileURL.path): \(summary.documents) documents (\(summary.databases.count) Firestore databases), \(summary.objects) objects, \(summary.accounts) accounts, \(summary.namespaces.count) database namespaces (\(summary.leaves) values) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     }
 }
 

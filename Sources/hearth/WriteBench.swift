@@ -98,20 +98,21 @@ struct FirestoreEmulator {
         }
     }
 
-    func start(scratch: String) async throws -> Running {
+    /// Starts the emulator (with `arguments` added) and waits until it answers, at most `timeout`.
+    func start(scratch: String, arguments: [String] = [], timeout: Duration = .seconds(60)) async throws -> Running {
         let port = try Self.freePort()
         let process = Process()
         // Foundation starts the child in a process group of its own (pgid = pid), which the
         // wrapper script's JVM inherits.
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["start", "--host=127.0.0.1", "--port=\(port)", "--project_id=demo-hearth"]
+        process.arguments = ["start", "--host=127.0.0.1", "--port=\(port)", "--project_id=demo-hearth"] + arguments
         let log = scratch + "/emulator.log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: log)
         process.standardError = process.standardOutput
         try process.run()
         let running = Running(process: process, port: port)
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if !process.isRunning { break }
             if let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"), timeout: .seconds(2)),

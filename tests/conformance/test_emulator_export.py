@@ -325,12 +325,12 @@ class Emulator:
         _stop_group(self.proc)
 
 
-def firestore_client(port: int):
+def firestore_client(port: int, database: str | None = None):
     from google.cloud import firestore
     previous = os.environ.get("FIRESTORE_EMULATOR_HOST")
     os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{port}"
     try:
-        return firestore.Client(project=PROJECT)
+        return firestore.Client(project=PROJECT, database=database)
     finally:
         if previous is None:
             os.environ.pop("FIRESTORE_EMULATOR_HOST", None)
@@ -478,3 +478,134 @@ def test_a_damaged_firestore_export_is_refused_with_nothing_imported(tmp_path):
     # Nothing was written: accounts, database and documents are all still empty, so a good import works.
     good = write_emulator_export(tmp_path / "good")
     assert run("import", str(good), "--data-dir", str(target)).returncode == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Named databases: every database is exported, a named one's documents carrying its id in their
+# keys as the emulator's export endpoint writes them; the emulator seeds each into its database.
+# --------------------------------------------------------------------------------------------
+
+NAMED = "other-db"
+
+
+def write_named_database(client):
+    c = client.collection("items")
+    c.document("n1").set({"db": NAMED, "ref": client.document("items/n2"), "list": [1, {"k": "v"}]})
+    c.document("n2").set({"db": NAMED, "n": 2})
+    client.document("items/n1/sub/deep").set({"deep": True})
+
+
+def test_named_databases_export_and_import_both_ways(tmp_path):
+    emulator_binary()
+    srv = HearthServer(BIN, tmp_path / "hearth")
+    srv.start()
+    try:
+        write_every_value_type(firestore_client(srv.port))
+        write_named_database(firestore_client(srv.port, NAMED))
+        expected = dump(firestore_client(srv.port))
+        expected_named = dump(firestore_client(srv.port, NAMED))
+    finally:
+        srv.stop()
+    assert len(expected_named) == 3 and expected_named["items/n1"][1]["ref"] == ("ref", "items/n2")
+    export = tmp_path / "export"
+    proc = run("export", str(export), "--data-dir", str(srv.data_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert "8 documents" in proc.stdout and "2 Firestore databases" in proc.stdout, proc.stdout
+    metadata = json.loads((export / "firebase-export-metadata.json").read_text())
+
+    # Google's emulator seeds both databases from the one export.
+    emu = Emulator(tmp_path / "emu", f"--seed_from_export={export / metadata['firestore']['metadata_file']}")
+    try:
+        assert dump(firestore_client(emu.port)) == expected
+        assert dump(firestore_client(emu.port, NAMED)) == expected_named
+        # And its own export of the named database (its export endpoint) imports into Hearth's.
+        emu_export = tmp_path / "emu-export"
+        emu_export.mkdir()
+        r = requests.post(f"http://127.0.0.1:{emu.port}/emulator/v1/projects/{PROJECT}:export",
+                          json={"database": f"projects/{PROJECT}/databases/{NAMED}", "export_directory": str(emu_export),
+                                "export_name": "firestore_export"}, timeout=60)
+        assert r.status_code == 200, r.text
+    finally:
+        emu.stop()
+    (emu_export / "firebase-export-metadata.json").write_text(json.dumps({
+        "version": "13.29.1",
+        "firestore": {"version": "1.19.9", "path": "firestore_export",
+                      "metadata_file": "firestore_export/firestore_export.overall_export_metadata"}}))
+    from_emulator = HearthServer(BIN, tmp_path / "from-emulator")
+    proc = run("import", str(emu_export), "--data-dir", str(from_emulator.data_dir))
+    assert proc.returncode == 0, proc.stderr
+    from_emulator.start()
+    try:
+        assert dump(firestore_client(from_emulator.port, NAMED)) == expected_named
+        # The emulator (1.19.9) writes every database it holds into that export, each
+        # document's key naming its database; whatever (default) documents it wrote are
+        # Hearth's originals.
+        assert dump(firestore_client(from_emulator.port)) in ({}, expected)
+    finally:
+        from_emulator.stop()
+
+    # Hearth's export back into a new Hearth: both databases.
+    again = HearthServer(BIN, tmp_path / "again")
+    proc = run("import", str(export), "--data-dir", str(again.data_dir))
+    assert proc.returncode == 0, proc.stderr
+    again.start()
+    try:
+        assert dump(firestore_client(again.port)) == expected
+        assert dump(firestore_client(again.port, NAMED)) == expected_named
+    finally:
+        again.stop()
+
+
+def test_an_imported_export_answers_queries_as_the_emulator_does(tmp_path):
+    """The bulk import writes the index entries the engine writes: queries over the imported
+    documents (single-field indexes, array-contains, a collection group, a composite order)
+    answer as Google's emulator seeded from the same export does."""
+    emulator_binary()
+    srv = HearthServer(BIN, tmp_path / "hearth")
+    srv.start()
+    try:
+        client = firestore_client(srv.port)
+        batch = client.batch()
+        for i in range(1200):
+            r = (i * 7919) % 1000
+            ref = client.document(f"items/d{i:04d}") if i % 3 else client.document(f"groups/g{i % 7}/items/x{i:04d}")
+            batch.set(ref, {"n": r, "name": f"name-{r % 37}", "tags": [f"t{r % 5}", r % 3], "score": r / 7,
+                            "info": {"city": f"c{r % 9}"}})
+            if i % 400 == 399:
+                batch.commit()
+                batch = client.batch()
+        batch.commit()
+    finally:
+        srv.stop()
+    export = tmp_path / "export"
+    assert run("export", str(export), "--data-dir", str(srv.data_dir)).returncode == 0
+    metadata = json.loads((export / "firebase-export-metadata.json").read_text())
+    imported = HearthServer(BIN, tmp_path / "imported")
+    proc = run("import", str(export), "--data-dir", str(imported.data_dir))
+    assert proc.returncode == 0 and "1200 documents" in proc.stdout, proc.stderr
+
+    from google.cloud.firestore_v1.base_query import FieldFilter
+
+    def answers(client) -> list:
+        items = client.collection("items")
+        group = client.collection_group("items")
+        queries = [
+            items.where(filter=FieldFilter("n", ">", 500)).order_by("n").limit(40),
+            group.where(filter=FieldFilter("tags", "array_contains", "t3")).order_by("__name__").limit(60),
+            group.where(filter=FieldFilter("info.city", "==", "c4")).order_by("__name__"),
+            items.order_by("score", direction="DESCENDING").limit(25),
+            group.where(filter=FieldFilter("name", "in", ["name-1", "name-2"])).order_by("__name__").limit(30),
+        ]
+        return [[d.reference.path for d in q.stream()] for q in queries]
+
+    emu = Emulator(tmp_path / "emu", f"--seed_from_export={export / metadata['firestore']['metadata_file']}")
+    try:
+        expected = answers(firestore_client(emu.port))
+    finally:
+        emu.stop()
+    assert all(expected), expected
+    imported.start()
+    try:
+        assert answers(firestore_client(imported.port)) == expected
+    finally:
+        imported.stop()

@@ -13,6 +13,18 @@ package struct EmulatorExportRunner {
     package var dataDirectory: URL
     package var project: String
     package var passwordHashing: ScryptParameters
+    /// How Firestore documents are imported.
+    package var firestoreImport: FirestoreImport = .bulk
+
+    /// How `importing` writes Firestore documents.
+    package enum FirestoreImport: Sendable {
+        /// Straight into a new document store file, renamed into place when complete
+        /// (``SQLiteDocumentBulkLoad``): the import path.
+        case bulk
+        /// Commits of 500 through the document engine, as clients write: the reference the bulk
+        /// path is checked and measured against.
+        case engine
+    }
 
     package init(dataDirectory: URL, project: String, passwordHashing: ScryptParameters = .strong) {
         self.dataDirectory = dataDirectory
@@ -25,6 +37,8 @@ package struct EmulatorExportRunner {
         package var namespaces: [String] = []
         package var leaves = 0
         package var documents = 0
+        /// Firestore databases exported or imported.
+        package var databases: [String] = []
         package var objects = 0
     }
 
@@ -43,23 +57,11 @@ package struct EmulatorExportRunner {
         return (buckets, objects)
     }
 
-    static let firestoreDatabase = "(default)"
+    var documentStorePath: String { dataDirectory.appendingPathComponent("hearth.sqlite").path }
 
     func openDocumentStore() throws -> SQLiteDocumentStore {
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-        return try SQLiteDocumentStore(path: dataDirectory.appendingPathComponent("hearth.sqlite").path)
-    }
-
-    /// Every document of the default database, in path order.
-    func allDocuments(_ store: SQLiteDocumentStore) async throws -> [Document] {
-        try await store.read { r in
-            var out: [Document] = []
-            try r.scanDocuments(Self.firestoreDatabase, .descendants(.root), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
-                out.append(doc)
-                return true
-            }
-            return out
-        }
+        return try SQLiteDocumentStore(path: documentStorePath)
     }
 
     func openAuthStore() throws -> GRDBAuthStore {
@@ -76,7 +78,8 @@ package struct EmulatorExportRunner {
     package func isEmpty() async throws -> Bool {
         let accounts = try await openAuthStore().read { try $0.accounts(after: nil, limit: 1).count }
         guard accounts == 0, try await openDatabaseStore().namespaces().isEmpty else { return false }
-        guard try await allDocuments(openDocumentStore()).isEmpty else { return false }
+        // Without opening the store as a server does: an import may replace its file next.
+        guard try SQLiteDocumentBulkLoad.firstDatabaseWithDocuments(path: documentStorePath) == nil else { return false }
         return try await allObjects(ObjectStore.open(directory: dataDirectory)).objects.isEmpty
     }
 
@@ -149,23 +152,31 @@ package struct EmulatorExportRunner {
             }
             paths[.database] = "database_export"
 
-            // Firestore: the default database's documents, one record each, in one output file.
-            let documents = try await allDocuments(try openDocumentStore())
+            // Firestore: every database's documents, one record each (a named database's carry
+            // its id in their keys), streamed into one output file.
+            let store = try openDocumentStore()
             let fsDir = staging.appendingPathComponent("firestore_export")
-            let kindsDir = fsDir.appendingPathComponent("all_namespaces/all_kinds")
-            try fm.createDirectory(at: kindsDir, withIntermediateDirectories: true)
-            let output = FirestoreExportFormat.logFile(documents.map {
-                FirestoreExportFormat.record(.init(path: $0.path.segments, fields: $0.fields), project: project)
-            })
-            try Data(output).write(to: kindsDir.appendingPathComponent("output-0"))
-            let micros = Int64(Date().timeIntervalSince1970 * 1_000_000)
-            try Data(FirestoreExportFormat.kindsMetadata(name: "firestore_export", micros: micros, outputs: ["output-0"]))
-                .write(to: kindsDir.appendingPathComponent("all_namespaces_all_kinds.export_metadata"))
-            try Data(FirestoreExportFormat.overallMetadata(documents: documents.count, outputBytes: output.count))
-                .write(to: fsDir.appendingPathComponent("firestore_export.overall_export_metadata"))
+            var exportFile = try FirestoreExportFile(directory: fsDir, name: "firestore_export")
+            for database in try await store.databaseIDs() {
+                let project = self.project
+                let file = exportFile
+                let (written, count) = try await store.read { r in
+                    var file = file
+                    var count = 0
+                    try r.scanDocuments(database, .descendants(.root), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
+                        try file.append(.init(database: database, path: doc.path.segments, fields: doc.fields), project: project)
+                        count += 1
+                        return true
+                    }
+                    return (file, count)
+                }
+                exportFile = written
+                summary.databases.append(database)
+                progress("firestore \(database): \(count) documents")
+            }
+            summary.documents = try exportFile.finish()
             paths[.firestore] = "firestore_export"
-            summary.documents = documents.count
-            progress("firestore: \(documents.count) documents")
+            progress("firestore: \(summary.documents) documents")
 
             // Storage: bucket ids, and each object's bytes and metadata.
             let objectStore = try ObjectStore.open(directory: dataDirectory)
@@ -208,9 +219,10 @@ package struct EmulatorExportRunner {
 
     // MARK: Import
 
-    /// Reads and checks the whole export first, refuses a data directory that already holds
-    /// accounts or database data, then writes; a failure while writing removes what was
-    /// written, so the directory is as it was.
+    /// Reads and checks the whole export first (Firestore's documents as they stream into a
+    /// new document store file, invisible until the end), refuses a data directory that
+    /// already holds data, then writes; a failure while writing removes what was written, so
+    /// the directory is as it was.
     package func importing(
         from source: URL, only: Set<EmulatorExport.Service>? = nil, progress: (String) -> Void
     ) async throws -> Summary {
@@ -222,7 +234,7 @@ package struct EmulatorExportRunner {
         let metadata = try EmulatorExport.Metadata.parse(Array(metadataBytes))
         let wanted = only ?? Set(EmulatorExport.Service.allCases)
 
-        // 1. Read and check everything.
+        // 1. Read and check everything but Firestore's documents (streamed in step 4).
         var accounts: [(Account, EmulatorExport.ImportedPassword?)] = []
         if let path = metadata.paths[.auth], wanted.contains(.auth) {
             let file = source.appendingPathComponent(path).appendingPathComponent("accounts.json")
@@ -248,13 +260,10 @@ package struct EmulatorExportRunner {
                 progress("database \(ns): read")
             }
         }
-
-        var documents: [FirestoreExportFormat.Entity] = []
+        var firestoreOutputs: [URL] = []
         if let path = metadata.paths[.firestore], wanted.contains(.firestore) {
-            documents = try readFirestore(source.appendingPathComponent(path), named: metadata.firestoreMetadataFile)
-            progress("firestore: read \(documents.count) documents")
+            firestoreOutputs = try firestoreOutputFiles(source.appendingPathComponent(path), named: metadata.firestoreMetadataFile)
         }
-
         var objects: [(EmulatorExport.ImportedObject, URL)] = []
         var bucketIDs: [String] = []
         if let path = metadata.paths[.storage], wanted.contains(.storage) {
@@ -267,22 +276,14 @@ package struct EmulatorExportRunner {
         let database = try openDatabaseStore()
         let existingAccounts = try await auth.read { try $0.accounts(after: nil, limit: 1).count }
         let existingNamespaces = try await database.namespaces()
-        let documentStore = try openDocumentStore()
-        let hasDocuments = try await documentStore.read { r in
-            var any = false
-            try r.scanDocuments(Self.firestoreDatabase, .descendants(.root), KeyRange(lower: nil, upper: nil), reverse: false) { _ in
-                any = true
-                return false
-            }
-            return any
-        }
         let objectStore = try ObjectStore.open(directory: dataDirectory)
         let existingObjects = try await allObjects(objectStore).objects.count
         guard existingObjects == 0 else {
             throw EmulatorExport.Failure("\(dataDirectory.path) already holds Storage objects; import into a new or empty data directory")
         }
-        guard !hasDocuments else {
-            throw EmulatorExport.Failure("\(dataDirectory.path) already holds Firestore documents; import into a new or empty data directory")
+        if let db = try SQLiteDocumentBulkLoad.firstDatabaseWithDocuments(path: documentStorePath) {
+            throw EmulatorExport.Failure(
+                "\(dataDirectory.path) already holds Firestore documents (database \(db)); import into a new or empty data directory")
         }
         guard existingAccounts == 0, existingNamespaces.isEmpty else {
             throw EmulatorExport.Failure(
@@ -303,10 +304,44 @@ package struct EmulatorExportRunner {
             if (i + 1) % 100 == 0 { progress("auth: hashed \(i + 1) of \(accounts.count) passwords") }
         }
 
-        // 4. Write; undo on failure.
+        // 4. Firestore's documents: streamed from the export, checked, and loaded into a new
+        // store file that replaces the (empty) store's last, once everything else is written.
         var summary = Summary()
+        var bulk: SQLiteDocumentBulkLoad?
+        var engineDocuments: [FirestoreExportFormat.Entity] = []
+        if !firestoreOutputs.isEmpty {
+            switch firestoreImport {
+            case .bulk:
+                try fm.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+                let load = try bulkFailure { try SQLiteDocumentBulkLoad(path: documentStorePath) }
+                var databases = Set<String>()
+                summary.documents = try bulkFailure {
+                    try load.load { writer in
+                        try forEachFirestoreEntity(firestoreOutputs) { entity in
+                            try writer.add(database: entity.database, path: ResourcePath(entity.path), fields: entity.fields)
+                            databases.insert(entity.database)
+                            if writer.count % 100_000 == 0 { progress("firestore: loaded \(writer.count) documents") }
+                        }
+                    }
+                }
+                summary.databases = databases.sorted()
+                progress("firestore: loaded \(summary.documents) documents")
+                bulk = load
+            case .engine:
+                var seen = Set<[String]>()
+                try forEachFirestoreEntity(firestoreOutputs) { entity in
+                    guard seen.insert([entity.database] + entity.path).inserted else {
+                        throw EmulatorExport.Failure("firestore: document \(entity.path.joined(separator: "/")) appears twice")
+                    }
+                    engineDocuments.append(entity)
+                }
+                progress("firestore: read \(engineDocuments.count) documents")
+            }
+        }
+
+        // 5. Write; undo on failure.
         var written: [String] = []
-        var writtenDocuments: [ResourcePath] = []
+        var writtenDocuments: [(String, ResourcePath)] = []
         var writtenObjects: [(String, String)] = []
         do {
             let toSave = ready
@@ -332,22 +367,26 @@ package struct EmulatorExportRunner {
                 summary.leaves += leaves.count
                 progress("database \(ns): imported \(leaves.count) values")
             }
-            if !documents.isEmpty {
-                let engine = try await DocumentEngine(store: documentStore)
-                let db = DatabaseName(project: project, database: Self.firestoreDatabase)
+            if !engineDocuments.isEmpty {
+                let engine = try await DocumentEngine(store: try openDocumentStore())
                 var done = 0
-                for batch in stride(from: 0, to: documents.count, by: 500).map({ documents[$0..<min($0 + 500, documents.count)] }) {
-                    let writes = batch.map { Write(path: ResourcePath($0.path), kind: .update(fields: $0.fields, mask: nil)) }
-                    do {
-                        _ = try await engine.commit(db, writes)
-                    } catch {
-                        throw EmulatorExport.Failure("firestore: \(error)")
+                for (db, entities) in Dictionary(grouping: engineDocuments, by: \.database).sorted(by: { $0.key < $1.key }) {
+                    let name = DatabaseName(project: project, database: db)
+                    for start in stride(from: 0, to: entities.count, by: 500) {
+                        let batch = entities[start..<min(start + 500, entities.count)]
+                        let writes = batch.map { Write(path: ResourcePath($0.path), kind: .update(fields: $0.fields, mask: nil)) }
+                        do {
+                            _ = try await engine.commit(name, writes)
+                        } catch {
+                            throw EmulatorExport.Failure("firestore: \(error)")
+                        }
+                        writtenDocuments += batch.map { (db, ResourcePath($0.path)) }
+                        done += batch.count
+                        progress("firestore: imported \(done) of \(engineDocuments.count) documents")
                     }
-                    writtenDocuments += batch.map { ResourcePath($0.path) }
-                    done += batch.count
-                    progress("firestore: imported \(done) of \(documents.count) documents")
+                    summary.databases.append(db)
                 }
-                summary.documents = documents.count
+                summary.documents = engineDocuments.count
             }
             for bucket in bucketIDs { _ = try await objectStore.createBucket(bucket, ifMissing: true) }
             for (i, (object, blob)) in objects.enumerated() {
@@ -364,13 +403,20 @@ package struct EmulatorExportRunner {
                 if (i + 1) % 100 == 0 { progress("storage: imported \(i + 1) of \(objects.count) objects") }
             }
             summary.objects = objects.count
+            if let bulk {
+                try bulkFailure { try bulk.install() }
+                progress("firestore: imported \(summary.documents) documents")
+            }
         } catch {
+            bulk?.discard()
             for (bucket, name) in writtenObjects { try? await objectStore.delete(bucket, name) }
-            if !writtenDocuments.isEmpty, let engine = try? await DocumentEngine(store: documentStore) {
-                let db = DatabaseName(project: project, database: Self.firestoreDatabase)
-                for start in stride(from: 0, to: writtenDocuments.count, by: 500) {
-                    let paths = writtenDocuments[start..<min(start + 500, writtenDocuments.count)]
-                    _ = try? await engine.commit(db, paths.map { Write(path: $0, kind: .delete) })
+            if !writtenDocuments.isEmpty, let engine = try? await DocumentEngine(store: try openDocumentStore()) {
+                for (db, paths) in Dictionary(grouping: writtenDocuments, by: \.0) {
+                    let name = DatabaseName(project: project, database: db)
+                    for start in stride(from: 0, to: paths.count, by: 500) {
+                        let batch = paths[start..<min(start + 500, paths.count)]
+                        _ = try? await engine.commit(name, batch.map { Write(path: $0.1, kind: .delete) })
+                    }
                 }
             }
             try? await auth.write { w in try w.deleteAllAccounts() }
@@ -384,12 +430,27 @@ package struct EmulatorExportRunner {
         }
         return summary
     }
+
+    /// The bulk loader's failures as the import's.
+    func bulkFailure<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as SQLiteDocumentBulkLoad.Failure {
+            switch failure {
+            case .storeNotEmpty(let db):
+                throw EmulatorExport.Failure(
+                    "\(dataDirectory.path) already holds Firestore documents (database \(db)); import into a new or empty data directory")
+            default:
+                throw EmulatorExport.Failure("firestore: \(failure)")
+            }
+        }
+    }
 }
 
 extension EmulatorExportRunner {
-    /// Every document of a `firestore_export` folder: the overall metadata names the kinds
-    /// metadata, which lists the output files.
-    func readFirestore(_ dir: URL, named metadataFile: String?) throws -> [FirestoreExportFormat.Entity] {
+    /// The output files of a `firestore_export` folder: the overall metadata names the kinds
+    /// metadata, which lists them.
+    func firestoreOutputFiles(_ dir: URL, named metadataFile: String?) throws -> [URL] {
         let fm = FileManager.default
         let overallURL: URL
         if let metadataFile {
@@ -409,20 +470,42 @@ extension EmulatorExportRunner {
                 throw EmulatorExport.Failure("the overall export metadata names \(kinds), outside the export")
             }
             let kindsURL = overallURL.deletingLastPathComponent().appendingPathComponent(kinds)
-            var out: [FirestoreExportFormat.Entity] = []
-            var seen = Set<[String]>()
-            for name in try FirestoreExportFormat.outputFiles(fromKinds: try read(kindsURL)) {
-                for record in try FirestoreExportFormat.records(try read(kindsURL.deletingLastPathComponent().appendingPathComponent(name))) {
-                    let entity = try FirestoreExportFormat.entity(record)
-                    guard entity.path.count % 2 == 0, seen.insert(entity.path).inserted else {
-                        throw EmulatorExport.Failure("firestore: document \(entity.path.joined(separator: "/")) is not a valid document path or appears twice")
-                    }
-                    out.append(entity)
-                }
+            let outputs = try FirestoreExportFormat.outputFiles(fromKinds: try read(kindsURL)).map {
+                kindsURL.deletingLastPathComponent().appendingPathComponent($0)
             }
-            return out
+            for url in outputs where !fm.isReadableFile(atPath: url.path) {
+                throw EmulatorExport.Failure("cannot read \(url.path)")
+            }
+            return outputs
         } catch let e as FirestoreExportFormat.Failure {
             throw EmulatorExport.Failure("firestore export: \(e.description)")
+        }
+    }
+
+    /// Every document of the output files, in order, read a megabyte at a time (records and
+    /// their checksums checked, every path a document path).
+    func forEachFirestoreEntity(_ outputs: [URL], _ visit: (FirestoreExportFormat.Entity) throws -> Void) throws {
+        for url in outputs {
+            guard let handle = FileHandle(forReadingAtPath: url.path) else { throw EmulatorExport.Failure("cannot read \(url.path)") }
+            defer { try? handle.close() }
+            var reader = FirestoreExportFormat.LogReader()
+            let piece = 32 * 32768
+            do {
+                while true {
+                    let data = try handle.read(upToCount: piece) ?? Data()
+                    let bytes = [UInt8](data)
+                    try reader.read(bytes[...], last: bytes.count < piece) { record in
+                        let entity = try FirestoreExportFormat.entity(record)
+                        guard entity.path.count % 2 == 0 else {
+                            throw EmulatorExport.Failure("firestore: document \(entity.path.joined(separator: "/")) is not a valid document path")
+                        }
+                        try visit(entity)
+                    }
+                    if bytes.count < piece { break }
+                }
+            } catch let e as FirestoreExportFormat.Failure {
+                throw EmulatorExport.Failure("firestore export: \(e.description)")
+            }
         }
     }
 }

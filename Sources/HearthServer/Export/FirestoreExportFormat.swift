@@ -11,15 +11,21 @@ package enum FirestoreExportFormat {
         package init(_ description: String) { self.description = description }
     }
 
-    /// A document as the export holds it: its path (collection, id, collection, id, …) and fields.
+    /// A document as the export holds it: its database, path (collection, id, collection,
+    /// id, …) and fields.
     package struct Entity: Sendable, Equatable {
+        package var database: String
         package var path: [String]
         package var fields: [String: Value]
-        package init(path: [String], fields: [String: Value]) {
+        package init(database: String = defaultDatabase, path: [String], fields: [String: Value]) {
+            self.database = database
             self.path = path
             self.fields = fields
         }
     }
+
+    /// The database a key names when it has no `database_id` (field 23).
+    package static let defaultDatabase = "(default)"
 
     // MARK: LevelDB log records
 
@@ -38,59 +44,108 @@ package enum FirestoreExportFormat {
     /// The records of a log file, checksums checked.
     package static func records(_ bytes: [UInt8]) throws(Failure) -> [[UInt8]] {
         var out: [[UInt8]] = []
-        var pending: [UInt8]? = nil
-        var i = 0
-        while i < bytes.count {
-            let left = blockSize - i % blockSize
-            if left < headerSize {
-                i += left  // the block's zero trailer
-                continue
-            }
-            guard i + headerSize <= bytes.count else { throw Failure("a record header is cut short at byte \(i)") }
-            let crc = UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24
-            let length = Int(bytes[i + 4]) | Int(bytes[i + 5]) << 8
-            let type = bytes[i + 6]
-            if type == 0 && length == 0 && crc == 0 {
-                i += left  // preallocated zeros up to the end of the block
-                continue
-            }
-            let start = i + headerSize, end = start + length
-            guard end <= bytes.count, length <= left - headerSize else { throw Failure("a record is cut short at byte \(i)") }
-            let data = bytes[start..<end]
-            guard recordCRC(type: type, data) == crc else { throw Failure("the record at byte \(i) fails its checksum") }
-            switch type {
-            case 1:
-                guard pending == nil else { throw Failure("a record at byte \(i) starts inside another") }
-                out.append(Array(data))
-            case 2:
-                guard pending == nil else { throw Failure("a record at byte \(i) starts inside another") }
-                pending = Array(data)
-            case 3:
-                guard pending != nil else { throw Failure("a record fragment at byte \(i) has no start") }
-                pending! += data
-            case 4:
-                guard let p = pending else { throw Failure("a record fragment at byte \(i) has no start") }
-                out.append(p + data)
-                pending = nil
-            default:
-                throw Failure("the record at byte \(i) has unknown type \(type)")
-            }
-            i = end
+        var reader = LogReader()
+        do {
+            try reader.read(bytes[...], last: true) { out.append($0) }
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure("\(error)")  // `visit` above throws nothing
         }
-        guard pending == nil else { throw Failure("the file ends inside a record") }
         return out
+    }
+
+    /// Reads a log file piece by piece: each piece must start on a block boundary (any number
+    /// of whole 32 KiB blocks, the last piece may be shorter), so that a file is read without
+    /// holding it in memory. A record split across blocks is carried from piece to piece.
+    package struct LogReader {
+        var pending: [UInt8]? = nil
+        /// The file offset of the next piece.
+        var offset = 0
+
+        package init() {}
+
+        /// Checks and visits the records of the next piece; throws ``Failure`` for a damaged
+        /// file, or what `visit` throws.
+        package mutating func read(_ bytes: ArraySlice<UInt8>, last: Bool, _ visit: ([UInt8]) throws -> Void) throws {
+            guard offset % blockSize == 0 else { throw Failure("a log piece does not start on a block boundary") }
+            let base = bytes.startIndex
+            var i = 0
+            let count = bytes.count
+            while i < count {
+                let at = offset + i
+                let left = blockSize - at % blockSize
+                if left < headerSize {
+                    i += left  // the block's zero trailer
+                    continue
+                }
+                guard i + headerSize <= count else { throw Failure("a record header is cut short at byte \(at)") }
+                let h = base + i
+                let crc = UInt32(bytes[h]) | UInt32(bytes[h + 1]) << 8 | UInt32(bytes[h + 2]) << 16 | UInt32(bytes[h + 3]) << 24
+                let length = Int(bytes[h + 4]) | Int(bytes[h + 5]) << 8
+                let type = bytes[h + 6]
+                if type == 0 && length == 0 && crc == 0 {
+                    i += left  // preallocated zeros up to the end of the block
+                    continue
+                }
+                let start = i + headerSize, end = start + length
+                guard end <= count, length <= left - headerSize else { throw Failure("a record is cut short at byte \(at)") }
+                let data = bytes[(base + start)..<(base + end)]
+                guard recordCRC(type: type, data) == crc else { throw Failure("the record at byte \(at) fails its checksum") }
+                switch type {
+                case 1:
+                    guard pending == nil else { throw Failure("a record at byte \(at) starts inside another") }
+                    try visit(Array(data))
+                case 2:
+                    guard pending == nil else { throw Failure("a record at byte \(at) starts inside another") }
+                    pending = Array(data)
+                case 3:
+                    guard pending != nil else { throw Failure("a record fragment at byte \(at) has no start") }
+                    pending! += data
+                case 4:
+                    guard let p = pending else { throw Failure("a record fragment at byte \(at) has no start") }
+                    pending = nil
+                    try visit(p + data)
+                default:
+                    throw Failure("the record at byte \(at) has unknown type \(type)")
+                }
+                i = end
+            }
+            offset += count
+            if last {
+                guard pending == nil else { throw Failure("the file ends inside a record") }
+            } else if count % blockSize != 0 {
+                throw Failure("a log piece does not end on a block boundary")
+            }
+        }
     }
 
     /// A log file holding `records`.
     package static func logFile(_ records: [[UInt8]]) -> [UInt8] {
-        var out: [UInt8] = []
-        for record in records {
+        var writer = LogWriter()
+        for record in records { writer.append(record) }
+        return writer.take()
+    }
+
+    /// Writes a log file piece by piece: append records, and `take` the bytes so far to write
+    /// them out (the writer remembers where in its block the file is).
+    package struct LogWriter: Sendable {
+        package private(set) var bytes: [UInt8] = []
+        /// Bytes taken so far.
+        package private(set) var taken = 0
+
+        package init() {}
+
+        /// The file's length so far.
+        package var count: Int { taken + bytes.count }
+
+        package mutating func append(_ record: [UInt8]) {
             var rest = record[...]
             var first = true
             while true {
-                let left = blockSize - out.count % blockSize
+                let left = blockSize - count % blockSize
                 if left < headerSize {
-                    out += [UInt8](repeating: 0, count: left)
+                    bytes += [UInt8](repeating: 0, count: left)
                     continue
                 }
                 let n = min(rest.count, left - headerSize)
@@ -98,14 +153,22 @@ package enum FirestoreExportFormat {
                 let type: UInt8 = first ? (last ? 1 : 2) : (last ? 4 : 3)
                 let chunk = rest.prefix(n)
                 let crc = recordCRC(type: type, chunk)
-                out += [UInt8(crc & 0xff), UInt8(crc >> 8 & 0xff), UInt8(crc >> 16 & 0xff), UInt8(crc >> 24), UInt8(n & 0xff), UInt8(n >> 8), type]
-                out += chunk
+                bytes += [UInt8(crc & 0xff), UInt8(crc >> 8 & 0xff), UInt8(crc >> 16 & 0xff), UInt8(crc >> 24), UInt8(n & 0xff), UInt8(n >> 8), type]
+                bytes += chunk
                 rest = rest.dropFirst(n)
                 first = false
                 if last { break }
             }
         }
-        return out
+
+        /// The bytes appended since the last `take`.
+        package mutating func take() -> [UInt8] {
+            let out = bytes
+            taken += out.count
+            bytes = []
+            bytes.reserveCapacity(out.count)
+            return out
+        }
     }
 
     // MARK: Protocol buffers (proto2, with groups)
@@ -236,6 +299,7 @@ package enum FirestoreExportFormat {
     /// One document from an export record; references name the project of their `app` (`dev~<project>`).
     package static func entity(_ record: [UInt8]) throws(Failure) -> Entity {
         var path: [String]? = nil
+        var database = defaultDatabase
         var properties: [(name: String, value: Value, multiple: Bool)] = []
         var r = Reader(record[...])
         while let (n, f) = try r.next() {
@@ -243,8 +307,10 @@ package enum FirestoreExportFormat {
             case (13, .bytes(let key)):
                 var k = Reader(key)
                 while let (kn, kf) = try k.next() {
-                    if kn == 14, case .bytes(let p) = kf {
-                        path = try Self.path(p, elementField: 1, kindField: 2, idField: 3, nameField: 4)
+                    switch (kn, kf) {
+                    case (14, .bytes(let p)): path = try Self.path(p, elementField: 1, kindField: 2, idField: 3, nameField: 4)
+                    case (23, .bytes(let b)) where !b.isEmpty: database = try utf8(b, "a key's database id")
+                    default: break
                     }
                 }
             case (14, .bytes(let p)), (15, .bytes(let p)):
@@ -253,7 +319,7 @@ package enum FirestoreExportFormat {
             }
         }
         guard let path, !path.isEmpty else { throw Failure("an entity has no key") }
-        return Entity(path: path, fields: try fields(properties))
+        return Entity(database: database, path: path, fields: try fields(properties))
     }
 
     /// Properties sharing a name with `multiple` set make an array, in order.
@@ -328,17 +394,18 @@ package enum FirestoreExportFormat {
                 result = .geoPoint(latitude: x, longitude: y)
             case (12, .group(let ref)):
                 var app = ""
-                var elements: [String] = []
+                var database = defaultDatabase
                 var g = Reader(ref)
                 while let (rn, rf) = try g.next() {
                     switch (rn, rf) {
                     case (13, .bytes(let b)): app = try utf8(b, "a reference's app")
+                    case (23, .bytes(let b)) where !b.isEmpty: database = try utf8(b, "a reference's database id")
                     default: break
                     }
                 }
-                elements = try path(ref, elementField: 14, kindField: 15, idField: 16, nameField: 17)
+                let elements = try path(ref, elementField: 14, kindField: 15, idField: 16, nameField: 17)
                 let project = app.split(separator: "~", maxSplits: 1).last.map(String.init) ?? app
-                result = .reference("projects/\(project)/databases/(default)/documents/" + elements.joined(separator: "/"))
+                result = .reference("projects/\(project)/databases/\(database)/documents/" + elements.joined(separator: "/"))
             default: break
             }
         }
@@ -357,13 +424,15 @@ package enum FirestoreExportFormat {
 
     // MARK: Writing
 
-    /// The export record of a document in `project`.
+    /// The export record of a document in `project`. A document of a named database carries
+    /// its database id in its key (`database_id`, 23), as the emulator writes it.
     package static func record(_ entity: Entity, project: String) -> [UInt8] {
         var w = Writer()
         let app = "dev~\(project)"
         var key = Writer()
         key.string(13, app)
         key.field(14, pathBytes(entity.path))
+        if entity.database != defaultDatabase { key.string(23, entity.database) }
         w.field(13, key.bytes)
         writeProperties(entity.fields, into: &w)
         w.field(16, pathBytes(Array(entity.path.prefix(2))))
@@ -421,6 +490,7 @@ package enum FirestoreExportFormat {
             let parts = r.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             // projects/{p}/databases/{d}/documents/{path…}
             let project = parts.count > 1 ? parts[1] : ""
+            let database = parts.count > 3 ? parts[3] : defaultDatabase
             let path = Array(parts.dropFirst(5))
             v.group(12) { g in
                 g.string(13, "dev~\(project)")
@@ -433,6 +503,7 @@ package enum FirestoreExportFormat {
                     }
                     i += 2
                 }
+                if database != defaultDatabase { g.string(23, database) }
             }
         case .geoPoint(let lat, let lng):
             meaning = .geoPoint
