@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import Synchronization
 import Testing
 
@@ -7,43 +6,73 @@ import HearthClientAuth
 import HearthClientCore
 import HearthFirestoreProto
 import SwiftProtobuf
-import HearthServer
 @testable import HearthClientFirestore
 
-/// A `hearth serve --emulator` in this process that can be stopped and started again on the same
-/// ports and data directory (the server going away and coming back).
+/// `hearth serve --emulator` as a child process (the `hearth` binary built beside the tests, or
+/// `$HEARTH_BIN`) that can be killed with SIGKILL and started again on the same ports and data.
 final class RestartableServer: @unchecked Sendable {
     let directory: URL
-    private(set) var ports: [String: Int] = ["auth": 0, "firestore": 0, "storage": 0, "s3": 0, "database": 0, "api": 0]
-    private var task: Task<Void, any Error>?
+    private(set) var ports: [String: Int] = [:]
+    private var process: Process?
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-offline-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
+    static var binary: URL {
+        if let bin = ProcessInfo.processInfo.environment["HEARTH_BIN"], !bin.isEmpty { return URL(fileURLWithPath: bin) }
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        // On Apple platforms the tests run inside an .xctest bundle.
+        while dir.path.contains(".xctest") { dir = dir.deletingLastPathComponent() }
+        return dir.appendingPathComponent("hearth")
+    }
+
     func start() async throws {
-        var config = ServerConfiguration()
-        config.dataDirectory = directory.path
-        config.emulator = true
-        config.ports = ports
-        var logger = Logger(label: "hearth.client-offline-tests")
-        logger.logLevel = .critical
-        let server = try await HearthServer.open(config, logger: logger)
-        let (ready, readyContinuation) = AsyncStream.makeStream(of: [String: Int].self)
-        task = Task { try await server.run { ports in readyContinuation.yield(ports) } }
-        var iterator = ready.makeAsyncIterator()
-        guard let started = await iterator.next() else { throw CancellationError() }
-        for key in ports.keys { if let p = started[key] { ports[key] = p } }
+        let ready = directory.appendingPathComponent("ready.json")
+        try? FileManager.default.removeItem(at: ready)
+        let process = Process()
+        process.executableURL = Self.binary
+        var arguments = [
+            "serve", "--emulator", "--data-dir", directory.appendingPathComponent("data").path, "--project", "demo-hearth",
+            "--host", "127.0.0.1", "--ready-file", ready.path,
+        ]
+        for service in ["firestore", "storage", "s3", "database", "auth", "api", "console"] {
+            arguments += ["--\(service)-port", String(ports[service] ?? 0)]
+        }
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if let data = try? Data(contentsOf: ready),
+                let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any], json["firestore"] != nil {
+                for (key, value) in json {
+                    if let port = value as? Int { ports[key] = port } else if let text = value as? String, let port = Int(text) { ports[key] = port }
+                }
+                return
+            }
+            guard process.isRunning else { throw CocoaError(.executableLoad) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw CocoaError(.executableLoad)
     }
 
+    /// Kills the server outright (SIGKILL), as a crash or a pulled plug would.
     func stop() async {
-        task?.cancel()
-        _ = try? await task?.value
-        task = nil
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        self.process = nil
     }
 
-    deinit { try? FileManager.default.removeItem(at: directory) }
+    deinit {
+        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: directory)
+    }
 }
 
 /// Snapshots a listener has seen, for waiting on.
