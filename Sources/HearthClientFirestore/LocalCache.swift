@@ -31,7 +31,7 @@ final class LocalCache: Sendable {
         }
         try FileManager.default.createDirectory(at: fileURL.deletingLastPathComponent(), withIntermediateDirectories: true)
         do {
-            let queue = try DatabaseQueue(path: fileURL.path)
+            let queue = try DatabaseQueue(path: fileURL.path, configuration: Self.configuration)
             try Self.migrate(queue)
             database = queue
             rebuilt = false
@@ -40,11 +40,22 @@ final class LocalCache: Sendable {
             for suffix in ["", "-wal", "-shm", "-journal"] {
                 try? FileManager.default.removeItem(atPath: fileURL.path + suffix)
             }
-            let queue = try DatabaseQueue(path: fileURL.path)
+            let queue = try DatabaseQueue(path: fileURL.path, configuration: Self.configuration)
             try Self.migrate(queue)
             database = queue
             rebuilt = true
         }
+    }
+
+    /// WAL with `synchronous = NORMAL`: a committed transaction survives the process being killed
+    /// (not necessarily a power cut), without an fsync per write.
+    static var configuration: Configuration {
+        var config = Configuration()
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        return config
     }
 
     static func migrate(_ queue: DatabaseQueue) throws {

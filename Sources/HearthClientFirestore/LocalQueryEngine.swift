@@ -92,8 +92,21 @@ struct LocalQueryEngine {
     /// Filters, orders, bounds and limits `documents` (path → fields), returning the paths in the
     /// order the app sees them.
     func run(_ documents: [(path: String, fields: Fields)]) -> [(path: String, fields: Fields)] {
-        var out = documents.filter { matches(path: $0.path, fields: $0.fields) }
-        out.sort { precedes($0.fields, $0.path, $1.fields, $1.path) }
+        // Each document's order values are read once, not at every comparison.
+        let segments = orders.map { Self.splitCanonical($0.field.fieldPath) }
+        let descending = orders.map { $0.direction == .descending }
+        var keyed: [(doc: (path: String, fields: Fields), keys: [Value?])] = documents.compactMap { d in
+            guard matches(path: d.path, fields: d.fields) else { return nil }
+            return (d, segments.map { $0 == ["__name__"] ? nil : Self.field(d.fields, segments: $0) })
+        }
+        keyed.sort { a, b in
+            for (i, s) in segments.enumerated() {
+                let c = s == ["__name__"] ? ValueOrder.compareNames(a.doc.path, b.doc.path) : ValueOrder.compare(a.keys[i], b.keys[i])
+                if c != 0 { return descending[i] ? c > 0 : c < 0 }
+            }
+            return false
+        }
+        var out = keyed.map(\.doc)
         if query.hasStartAt { out.removeAll { !afterStart(query.startAt, $0.fields, $0.path) } }
         if query.hasEndAt { out.removeAll { !beforeEnd(query.endAt, $0.fields, $0.path) } }
         if query.hasLimit, out.count > Int(query.limit.value) { out = Array(out.prefix(Int(max(0, query.limit.value)))) }
@@ -232,7 +245,11 @@ struct LocalQueryEngine {
 
     /// A field by its canonical path (segments joined by dots, backticks quoting others).
     static func field(_ fields: Fields, _ canonicalPath: String) -> Value? {
-        let segments = splitCanonical(canonicalPath)
+        if !canonicalPath.contains("."), !canonicalPath.contains("`") { return fields[canonicalPath] }
+        return field(fields, segments: splitCanonical(canonicalPath))
+    }
+
+    static func field(_ fields: Fields, segments: [String]) -> Value? {
         guard !segments.isEmpty else { return nil }
         var level = fields
         for (i, segment) in segments.enumerated() {

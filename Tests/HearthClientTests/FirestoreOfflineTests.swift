@@ -86,10 +86,10 @@ final class SnapshotLog<T: Sendable>: Sendable {
     var all: [T] { items.withLock { $0 } }
 
     /// Waits until a snapshot satisfies `condition` (and returns it), failing after `seconds`.
-    func wait(_ what: String, seconds: Double = 20, _ condition: (T) -> Bool) async throws -> T {
+    func wait(_ what: String, after: Int = 0, seconds: Double = 20, _ condition: (T) -> Bool) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline {
-            if let found = all.last(where: condition) { return found }
+            if let found = all.dropFirst(after).last(where: condition) { return found }
             try await Task.sleep(for: .milliseconds(20))
         }
         Issue.record("timed out waiting for \(what)")
@@ -133,8 +133,9 @@ func temporaryDirectory() -> URL {
         _ = try await log1.wait("the server's snapshot") { !$0.metadata.isFromCache && names($0) == ["seed"] }
 
         // The server goes away: listeners fall back to the cache.
+        let seen = log1.all.count
         await server.stop()
-        _ = try await log1.wait("a snapshot from the cache") { $0.metadata.isFromCache }
+        _ = try await log1.wait("a snapshot from the cache", after: seen) { $0.metadata.isFromCache }
 
         // Offline writes apply locally at once and wait for the server.
         let acknowledged = Mutex<[String]>([])
