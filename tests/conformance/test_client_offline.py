@@ -64,11 +64,11 @@ def test_queued_writes_survive_sigkill_and_arrive_once_in_order(tmp_path):
         root = "projects/demo-hearth/databases/(default)/documents/queued"
         created = []
         for i in range(1, COUNT + 1):
-            doc = client.get_document(name=f"{root}/q{i:03d}")
+            doc = client.get_document(request={"name": f"{root}/q{i:03d}"})
             assert doc.fields["n"].integer_value == i
             created.append(doc.create_time)
         assert created == sorted(created) and len(set(created)) == COUNT, "committed one by one in queue order"
-        counter = client.get_document(name=f"{root}/counter")
+        counter = client.get_document(request={"name": f"{root}/counter"})
         assert counter.fields["hits"].integer_value == COUNT, "each queued increment arrived exactly once"
     finally:
         srv.stop()
