@@ -181,7 +181,9 @@ final class LocalCache: Sendable {
         }
     }
 
-    static func putTarget(_ db: GRDB.Database, key: String, state: TargetState, sequence: Int64) throws {
+    /// Records a target; with `previousPaths` (what this session last wrote for it) only the
+    /// difference in its documents is written.
+    static func putTarget(_ db: GRDB.Database, key: String, state: TargetState, sequence: Int64, previousPaths: Set<String>? = nil) throws {
         let readTime = try state.readTime.map { try $0.serializedBytes() as Data }
         try db.execute(
             sql: """
@@ -189,8 +191,17 @@ final class LocalCache: Sendable {
                 ON CONFLICT(target_key) DO UPDATE SET resume_token = excluded.resume_token, read_time = excluded.read_time, sequence = excluded.sequence
                 """,
             arguments: [key, state.resumeToken, readTime, sequence])
-        try db.execute(sql: "DELETE FROM target_documents WHERE target_key = ?", arguments: [key])
-        for path in state.paths {
+        var added = state.paths
+        if let previousPaths {
+            let now = Set(state.paths)
+            added = state.paths.filter { !previousPaths.contains($0) }
+            for path in previousPaths where !now.contains(path) {
+                try db.execute(sql: "DELETE FROM target_documents WHERE target_key = ? AND path = ?", arguments: [key, path])
+            }
+        } else {
+            try db.execute(sql: "DELETE FROM target_documents WHERE target_key = ?", arguments: [key])
+        }
+        for path in added {
             try db.execute(sql: "INSERT OR IGNORE INTO target_documents (target_key, path) VALUES (?, ?)", arguments: [key, path])
         }
     }

@@ -54,6 +54,8 @@ final class LocalSyncEngine: Sendable {
         var synced = false
         /// The paths the server last said match the target.
         var targetPaths: Set<String> = []
+        /// The target's documents were written to the cache in this session (later snapshots write differences).
+        var wroteTarget = false
         var last: [ViewDocument]?
         var lastMetadata: SnapshotMetadata?
     }
@@ -391,15 +393,19 @@ final class LocalSyncEngine: Sendable {
     }
 
     /// Watch reached a consistent point for the view's target: cache what it sent and show it.
-    func remoteSnapshot(_ id: Int, documents: [String: Document], resumeToken: Data, readTime: Google_Protobuf_Timestamp?) {
+    /// `changed` names the documents that changed since the last consistent point (nil: all).
+    func remoteSnapshot(
+        _ id: Int, documents: [String: Document], changed: Set<String>? = nil, resumeToken: Data, readTime: Google_Protobuf_Timestamp?
+    ) {
         let collect: Bool = state.withLock { s in
             guard var view = s.views[id] else { return false }
             var paths = Set<String>()
             var puts: [(path: String, document: Document?)] = []
+            let writeAll = changed == nil || !view.wroteTarget
             for (docName, doc) in documents {
                 guard let path = relativePath(docName) else { continue }
                 paths.insert(path)
-                puts.append((path, doc))
+                if writeAll || changed?.contains(docName) == true { puts.append((path, doc)) }
             }
             if case .document(let path) = view.kind, paths.isEmpty { puts.append((path, nil)) }
             // Documents that left the target may have changed or gone: drop them unless another view holds them.
@@ -413,8 +419,10 @@ final class LocalSyncEngine: Sendable {
                 try LocalCache.removeRemote(db, Array(stale))
                 try LocalCache.putTarget(
                     db, key: view.targetKey,
-                    state: LocalCache.TargetState(resumeToken: resumeToken, readTime: readTime, paths: Array(paths)), sequence: sequence)
+                    state: LocalCache.TargetState(resumeToken: resumeToken, readTime: readTime, paths: Array(paths)), sequence: sequence,
+                    previousPaths: view.wroteTarget ? view.targetPaths : nil)
             }
+            view.wroteTarget = true
             view.synced = true
             view.targetPaths = paths
             s.views[id] = view

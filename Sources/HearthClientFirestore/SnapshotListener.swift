@@ -46,7 +46,8 @@ struct ListenLoop: Sendable {
     let initialDocuments: [String: Google_Firestore_V1_Document]
     let onMessage: @Sendable () -> Void
     let onFailure: @Sendable () -> Void
-    let deliver: @Sendable ([String: Google_Firestore_V1_Document], Data, Google_Protobuf_Timestamp?) -> Void
+    /// At a consistent point: every document of the target, the names changed since the last one, the resume token, the read time.
+    let deliver: @Sendable ([String: Google_Firestore_V1_Document], Set<String>, Data, Google_Protobuf_Timestamp?) -> Void
     let fail: @Sendable (any Error) -> Void
 
     func run() async {
@@ -66,7 +67,7 @@ struct ListenLoop: Sendable {
                 let first = request
                 let md = try await firestore.metadata()
                 let stub = try firestore.stub()
-                let state = Mutex((resume: resumeToken, docs: documents, current: false))
+                let state = Mutex((resume: resumeToken, docs: documents, current: false, changed: Set<String>()))
                 try await stub.listen(metadata: md, requestProducer: { writer in
                     try await writer.write(first)
                     // Keep the request side open until the listener is removed.
@@ -74,7 +75,7 @@ struct ListenLoop: Sendable {
                 }) { response in
                     for try await message in response.messages {
                         onMessage()
-                        let snapshot: ([String: Google_Firestore_V1_Document], Data, Google_Protobuf_Timestamp)? = try state.withLock { s in
+                        let snapshot: ([String: Google_Firestore_V1_Document], Set<String>, Data, Google_Protobuf_Timestamp)? = try state.withLock { s in
                             switch message.responseType {
                             case .documentChange(let change):
                                 guard change.document.name.hasPrefix(prefix) else {
@@ -82,12 +83,15 @@ struct ListenLoop: Sendable {
                                 }
                                 if change.targetIds.contains(targetID) { s.docs[change.document.name] = change.document }
                                 else if change.removedTargetIds.contains(targetID) { s.docs.removeValue(forKey: change.document.name) }
+                                s.changed.insert(change.document.name)
                             case .documentDelete(let delete):
                                 guard delete.document.hasPrefix(prefix) else { throw MalformedResponse("a document delete outside this database") }
                                 s.docs.removeValue(forKey: delete.document)
+                                s.changed.insert(delete.document)
                             case .documentRemove(let remove):
                                 guard remove.document.hasPrefix(prefix) else { throw MalformedResponse("a document remove outside this database") }
                                 s.docs.removeValue(forKey: remove.document)
+                                s.changed.insert(remove.document)
                             case .filter(let filter):
                                 if filter.targetID == targetID && Int(filter.count) != s.docs.count {
                                     // The server's count disagrees: start over without the token.
@@ -97,21 +101,26 @@ struct ListenLoop: Sendable {
                             case .targetChange(let change):
                                 switch change.targetChangeType {
                                 case .current: if change.targetIds.isEmpty || change.targetIds.contains(targetID) { s.current = true }
-                                case .reset: s.docs = [:]
+                                case .reset:
+                                    s.changed.formUnion(s.docs.keys)
+                                    s.docs = [:]
                                 case .remove:
                                     let status = change.cause
                                     throw (FirestoreErrorCode(rawValue: Int(status.code)) ?? .unknown).error(status.message)
                                 default: break
                                 }
                                 if !change.resumeToken.isEmpty, change.targetIds.isEmpty || change.targetIds.contains(targetID) { s.resume = change.resumeToken }
-                                if change.targetIds.isEmpty, change.hasReadTime, s.current { return (s.docs, s.resume, change.readTime) }
+                                if change.targetIds.isEmpty, change.hasReadTime, s.current {
+                                    defer { s.changed = [] }
+                                    return (s.docs, s.changed, s.resume, change.readTime)
+                                }
                             case nil: break
                             }
                             return nil
                         }
                         if let snapshot {
                             delivered.withLock { $0 = true }
-                            deliver(snapshot.0, snapshot.1, snapshot.2)
+                            deliver(snapshot.0, snapshot.1, snapshot.2, snapshot.3)
                         }
                     }
                 }
@@ -166,7 +175,9 @@ extension LocalSyncEngine {
             firestore: firestore, target: target, initialResumeToken: token, initialDocuments: documents,
             onMessage: { [self] in listenMessageReceived() },
             onFailure: { [self] in listenFailed(id) },
-            deliver: { [self] docs, token, readTime in remoteSnapshot(id, documents: docs, resumeToken: token, readTime: readTime) },
+            deliver: { [self] docs, changed, token, readTime in
+                remoteSnapshot(id, documents: docs, changed: changed, resumeToken: token, readTime: readTime)
+            },
             fail: { [self] error in
                 removeView(id)
                 callbacks.async { if !registration.removed.withLock({ $0 }) { fail(error) } }

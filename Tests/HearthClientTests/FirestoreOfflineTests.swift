@@ -262,6 +262,18 @@ func temporaryDirectory() -> URL {
         #expect(try cache.collectGarbage(thresholdBytes: perDocument * 5, activeTargets: ["active"], pinned: []) == 0, "under the limit: nothing")
     }
 
+    @Test func targetsWriteOnlyTheDifferenceOnceWritten() throws {
+        let cache = try LocalCache(fileURL: nil)
+        try cache.database.write { db in
+            try LocalCache.putTarget(db, key: "t", state: .init(resumeToken: Data([1]), readTime: nil, paths: ["c/a", "c/b"]), sequence: 1)
+            try LocalCache.putTarget(
+                db, key: "t", state: .init(resumeToken: Data([2]), readTime: nil, paths: ["c/b", "c/c"]), sequence: 2, previousPaths: ["c/a", "c/b"])
+        }
+        let target = try #require(try cache.target("t"))
+        #expect(target.paths.sorted() == ["c/b", "c/c"])
+        #expect(target.resumeToken == Data([2]))
+    }
+
     @Test func anAcknowledgementThatDoesNotMatchTheBatchIsRefused() throws {
         let engine = try LocalSyncEngine(cache: LocalCache(fileURL: nil), databaseName: "projects/p/databases/(default)", uid: "", sizeBytes: -1)
         var write = Google_Firestore_V1_Write()
