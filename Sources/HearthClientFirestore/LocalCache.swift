@@ -181,6 +181,18 @@ final class LocalCache: Sendable {
         }
     }
 
+    /// How many of a target's documents are cached as existing.
+    func cachedCount(target key: String) throws -> Int {
+        try database.read { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) FROM remote_documents WHERE document IS NOT NULL
+                    AND path IN (SELECT path FROM target_documents WHERE target_key = ?)
+                    """, arguments: [key]) ?? 0
+        }
+    }
+
     /// Records a target; with `previousPaths` (what this session last wrote for it) only the
     /// difference in its documents is written.
     static func putTarget(_ db: GRDB.Database, key: String, state: TargetState, sequence: Int64, previousPaths: Set<String>? = nil) throws {

@@ -359,11 +359,15 @@ final class LocalSyncEngine: Sendable {
             try? cache.touchTarget(targetKey, sequence: s.sequence)
             var token = Data()
             var documents: [String: Document] = [:]
-            if let cached = try? cache.target(targetKey),
-                let docs = try? cache.remote(paths: cached.paths), docs.count == cached.paths.count {
-                // Resume only when every document the token covers is still cached.
+            if let cached = try? cache.target(targetKey), (try? cache.cachedCount(target: targetKey)) == cached.paths.count {
+                // Resume only when every document the token covers is still cached. The stream
+                // needs their names only: what the server does not change is already cached.
                 token = cached.resumeToken
-                for (path, doc) in docs { documents[name(path)] = doc }
+                for path in cached.paths {
+                    var placeholder = Document()
+                    placeholder.name = name(path)
+                    documents[placeholder.name] = placeholder
+                }
             }
             recompute(id, &s)
             return (id, token, documents)
@@ -393,7 +397,8 @@ final class LocalSyncEngine: Sendable {
     }
 
     /// Watch reached a consistent point for the view's target: cache what it sent and show it.
-    /// `changed` names the documents that changed since the last consistent point (nil: all).
+    /// `changed` names the documents that changed since the last consistent point (nil: all); the
+    /// others are already cached (a resumed stream starts from the cached target's documents).
     func remoteSnapshot(
         _ id: Int, documents: [String: Document], changed: Set<String>? = nil, resumeToken: Data, readTime: Google_Protobuf_Timestamp?
     ) {
@@ -401,17 +406,20 @@ final class LocalSyncEngine: Sendable {
             guard var view = s.views[id] else { return false }
             var paths = Set<String>()
             var puts: [(path: String, document: Document?)] = []
-            let writeAll = changed == nil || !view.wroteTarget
+            let writeAll = changed == nil
             for (docName, doc) in documents {
                 guard let path = relativePath(docName) else { continue }
                 paths.insert(path)
                 if writeAll || changed?.contains(docName) == true { puts.append((path, doc)) }
             }
             if case .document(let path) = view.kind, paths.isEmpty { puts.append((path, nil)) }
-            // Documents that left the target may have changed or gone: drop them unless another view holds them.
-            var held = Set<String>()
+            // Documents that left the target (or that the view showed from the cache and the server
+            // does not list) may have changed or gone: drop them unless another view holds them or
+            // a pending write builds on them.
+            var held = Set(pendingWrites(s).keys).union(puts.map(\.path))
             for (other, v) in s.views where other != id { held.formUnion(v.targetPaths) }
-            let stale = view.targetPaths.subtracting(paths).subtracting(held)
+            let gone = Set((changed ?? []).compactMap { relativePath($0) })
+            let stale = view.targetPaths.union(view.last?.map(\.path) ?? []).union(gone).subtracting(paths).subtracting(held)
             s.sequence += 1
             let sequence = s.sequence
             try? cache.database.write { db in

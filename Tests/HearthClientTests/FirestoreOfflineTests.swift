@@ -205,6 +205,44 @@ func temporaryDirectory() -> URL {
         await server.stop()
     }
 
+    @Test func aNewInstanceShowsTheCachedTargetAtOnceThenResumesIt() async throws {
+        try await LiveServer.with { ports in
+            let cacheDirectory = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: cacheDirectory) }
+            let db1 = offlineFirestore(ports: ports, cacheDirectory: cacheDirectory)
+            for (id, n) in [("a", 1), ("b", 2), ("c", 3)] { try await db1.document("notes/\(id)").setData(["n": n]) }
+            let log1 = SnapshotLog<QuerySnapshot>()
+            let registration1 = db1.collection("notes").whereField("n", isLessThan: 10).addSnapshotListener(includeMetadataChanges: true) {
+                log1.append($0, $1)
+            }
+            _ = try await log1.wait("the server's snapshot") { !$0.metadata.isFromCache && $0.count == 3 }
+            registration1.remove()
+            await db1.terminate()
+
+            // Meanwhile another client changes one note, adds one and removes one.
+            let other = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            try await other.document("notes/a").setData(["n": 5])
+            try await other.document("notes/d").setData(["n": 4])
+            try await other.document("notes/c").delete()
+            await other.terminate()
+
+            let db2 = offlineFirestore(ports: ports, cacheDirectory: cacheDirectory)
+            let log2 = SnapshotLog<QuerySnapshot>()
+            let registration2 = db2.collection("notes").whereField("n", isLessThan: 10).addSnapshotListener(includeMetadataChanges: true) {
+                log2.append($0, $1)
+            }
+            let first = try await log2.wait("the cached snapshot") { _ in true }
+            #expect(first.metadata.isFromCache && first.documents.map(\.documentID) == ["a", "b", "c"], "the cache answers first")
+            let current = try await log2.wait("the resumed target") { !$0.metadata.isFromCache }
+            #expect(current.documents.map(\.documentID) == ["b", "d", "a"], "ordered by n: b 2, d 4, a 5")
+            #expect(current.documents.last?.get("n") as? Int64 == 5)
+            let cachedB = try await db2.document("notes/b").getDocument(source: .cache)
+            #expect(cachedB.get("n") as? Int64 == 2, "an unchanged document stays cached with its data")
+            registration2.remove()
+            await db2.terminate()
+        }
+    }
+
     @Test func aRejectedWriteFailsItsCallerAndItsLocalEffectIsUndone() async throws {
         try await LiveServer.with { ports in
             let db = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
