@@ -312,6 +312,22 @@ func temporaryDirectory() -> URL {
         #expect(target.resumeToken == Data([2]))
     }
 
+    @Test func streamsBackOffOneSecondTimesOneAndAHalfUpToAMinuteWithJitter() {
+        var backoff = StreamBackoff()
+        #expect(backoff.next() == 0, "the first retry after a good response is immediate")
+        var base = 1.0
+        for _ in 0..<20 {
+            let delay = backoff.next()
+            #expect(delay >= base * 0.5 && delay <= base * 1.5, "\(delay) within ±50% of \(base)")
+            base = min(base * 1.5, 60)
+        }
+        #expect(base == 60)
+        backoff.reset()
+        _ = backoff.next()
+        let exhausted = backoff.next(resourceExhausted: true)
+        #expect(exhausted >= 30 && exhausted <= 90, "RESOURCE_EXHAUSTED waits the maximum")
+    }
+
     @Test func anAcknowledgementThatDoesNotMatchTheBatchIsRefused() throws {
         let engine = try LocalSyncEngine(cache: LocalCache(fileURL: nil), databaseName: "projects/p/databases/(default)", uid: "", sizeBytes: -1)
         var write = Google_Firestore_V1_Write()
