@@ -67,15 +67,18 @@ struct ListenLoop: Sendable {
                 let first = request
                 let md = try await firestore.metadata()
                 let stub = try firestore.stub()
-                let state = Mutex((resume: resumeToken, docs: documents, current: false, changed: Set<String>()))
+                let box = AttemptState(resume: resumeToken, docs: documents)
+                // Offline after 10 s without a message, even if the connection neither fails nor answers.
+                try await OnlineTimer(onOffline: onFailure).run(box) {
                 try await stub.listen(metadata: md, requestProducer: { writer in
                     try await writer.write(first)
                     // Keep the request side open until the listener is removed.
                     while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
                 }) { response in
                     for try await message in response.messages {
+                        box.heard.withLock { $0 = true }
                         onMessage()
-                        let snapshot: ([String: Google_Firestore_V1_Document], Set<String>, Data, Google_Protobuf_Timestamp)? = try state.withLock { s in
+                        let snapshot: ([String: Google_Firestore_V1_Document], Set<String>, Data, Google_Protobuf_Timestamp)? = try box.state.withLock { s in
                             switch message.responseType {
                             case .documentChange(let change):
                                 guard change.document.name.hasPrefix(prefix) else {
@@ -124,7 +127,8 @@ struct ListenLoop: Sendable {
                         }
                     }
                 }
-                let s = state.withLock { $0 }
+                }
+                let s = box.state.withLock { $0 }
                 resumeToken = s.resume
                 documents = s.docs
             } catch is ListenReset {
@@ -159,6 +163,41 @@ struct ListenLoop: Sendable {
     }
 
     struct ListenReset: Error {}
+
+    /// One attempt's state, shared with the response handler.
+    final class AttemptState: Sendable {
+        let state: Mutex<(resume: Data, docs: [String: Google_Firestore_V1_Document], current: Bool, changed: Set<String>)>
+        let heard: Mutex<Bool> = Mutex(false)
+        init(resume: Data, docs: [String: Google_Firestore_V1_Document]) {
+            state = Mutex((resume: resume, docs: docs, current: false, changed: []))
+        }
+    }
+
+    /// The Apple SDK's online-state timer: an attempt that has heard nothing for 10 s counts as
+    /// offline (listeners then show the cache) while it goes on trying.
+    struct OnlineTimer: Sendable {
+        static let timeout: Duration = .seconds(10)
+        let onOffline: @Sendable () -> Void
+
+        func run(_ box: AttemptState, _ attempt: @escaping @Sendable () async throws -> Void) async throws {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await attempt()
+                    return true
+                }
+                group.addTask {
+                    try await Task.sleep(for: Self.timeout)
+                    if !box.heard.withLock({ $0 }) { onOffline() }
+                    try await Task.sleep(for: .seconds(365 * 86_400))
+                    return false
+                }
+                defer { group.cancelAll() }
+                while let finished = try await group.next() {
+                    if finished { return }
+                }
+            }
+        }
+    }
 }
 
 extension LocalSyncEngine {

@@ -243,6 +243,36 @@ func temporaryDirectory() -> URL {
         }
     }
 
+    @Test func aServerThatNeverAnswersCountsAsOfflineAfterTenSeconds() async throws {
+        // A socket that accepts connections (in the kernel's backlog) and never says a word.
+        #if canImport(Glibc)
+        let stream = Int32(SOCK_STREAM.rawValue)
+        #else
+        let stream = SOCK_STREAM
+        #endif
+        let fd = socket(AF_INET, stream, 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        #expect(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let db = offlineFirestore(ports: ["auth": port, "firestore": port], cacheDirectory: nil, memory: true)
+        let log = SnapshotLog<QuerySnapshot>()
+        let started = ContinuousClock.now
+        let registration = db.collection("silent").addSnapshotListener { log.append($0, $1) }
+        let first = try await log.wait("the offline snapshot", seconds: 30) { _ in true }
+        let elapsed = ContinuousClock.now - started
+        #expect(first.metadata.isFromCache && first.isEmpty)
+        #expect(elapsed >= .seconds(9) && elapsed < .seconds(25), "offline after the 10 s timer: \(elapsed)")
+        registration.remove()
+    }
+
     @Test func aRejectedWriteFailsItsCallerAndItsLocalEffectIsUndone() async throws {
         try await LiveServer.with { ports in
             let db = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
