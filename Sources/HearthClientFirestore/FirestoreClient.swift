@@ -186,6 +186,23 @@ public final class Firestore: Sendable {
         return base.appendingPathComponent("firestore").appendingPathComponent(safeApp).appendingPathComponent(name)
     }
 
+    /// Stops the streams: listeners show the cache (`isFromCache`), writes queue, reads come
+    /// from the cache (`.server` reads fail) until `enableNetwork()`.
+    public func disableNetwork() async throws { engine.setNetworkEnabled(false) }
+
+    public func disableNetwork(completion: (@Sendable ((any Error)?) -> Void)?) {
+        engine.setNetworkEnabled(false)
+        engine.callbacks.async { completion?(nil) }
+    }
+
+    /// Starts the streams again after `disableNetwork()`: queued writes go out, listeners resume.
+    public func enableNetwork() async throws { engine.setNetworkEnabled(true) }
+
+    public func enableNetwork(completion: (@Sendable ((any Error)?) -> Void)?) {
+        engine.setNetworkEnabled(true)
+        engine.callbacks.async { completion?(nil) }
+    }
+
     /// Resumes when every write queued so far is acknowledged or rejected by the server.
     public func waitForPendingWrites() async throws {
         await engine.waitForPendingWrites()

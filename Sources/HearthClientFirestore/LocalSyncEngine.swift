@@ -71,6 +71,12 @@ final class LocalSyncEngine: Sendable {
         /// Sends what is queued on the open Write stream, if one is open.
         var writePump: (@Sendable () -> Void)?
         var writeWaiters: [(upTo: Int64, resume: @Sendable () -> Void)] = []
+        /// `disableNetwork()` turns this off: no streams, reads from the cache.
+        var networkEnabled = true
+        /// Per view: stops (false) or starts (true) its Listen stream.
+        var listenSwitches: [Int: @Sendable (Bool) -> Void] = [:]
+        /// Ends the open Write stream's request side.
+        var closeWriteStream: (@Sendable () -> Void)?
     }
 
     let cache: LocalCache
@@ -347,35 +353,73 @@ final class LocalSyncEngine: Sendable {
 
     // MARK: Views and Watch
 
-    /// Registers a view and returns its id with what the cache knows of its target (to resume Listen with).
-    func addView(kind: ViewKind, targetKey: String, includeMetadataChanges: Bool, deliver: @escaping @Sendable (ViewSnapshot) -> Void)
-        -> (id: Int, resumeToken: Data, documents: [String: Document])
-    {
+    /// Registers a view (delivering what the cache has, if anything) and returns its id.
+    func addView(kind: ViewKind, targetKey: String, includeMetadataChanges: Bool, deliver: @escaping @Sendable (ViewSnapshot) -> Void) -> Int {
         state.withLock { s in
             let id = s.nextViewID
             s.nextViewID += 1
             s.views[id] = View(kind: kind, targetKey: targetKey, includeMetadataChanges: includeMetadataChanges, deliver: deliver)
             s.sequence += 1
             try? cache.touchTarget(targetKey, sequence: s.sequence)
-            var token = Data()
-            var documents: [String: Document] = [:]
-            if let cached = try? cache.target(targetKey), (try? cache.cachedCount(target: targetKey)) == cached.paths.count {
-                // Resume only when every document the token covers is still cached. The stream
-                // needs their names only: what the server does not change is already cached.
-                token = cached.resumeToken
-                for path in cached.paths {
-                    var placeholder = Document()
-                    placeholder.name = name(path)
-                    documents[placeholder.name] = placeholder
-                }
-            }
             recompute(id, &s)
-            return (id, token, documents)
+            return id
         }
     }
 
+    /// What the cache knows of a target, to resume Listen with: its resume token, and the names of
+    /// its documents (placeholders: what the server does not change is already cached) — only
+    /// when every document the token covers is still cached.
+    func resumeState(_ targetKey: String) -> (resumeToken: Data, documents: [String: Document]) {
+        guard let cached = try? cache.target(targetKey), (try? cache.cachedCount(target: targetKey)) == cached.paths.count else {
+            return (Data(), [:])
+        }
+        var documents: [String: Document] = [:]
+        for path in cached.paths {
+            var placeholder = Document()
+            placeholder.name = name(path)
+            documents[placeholder.name] = placeholder
+        }
+        return (cached.resumeToken, documents)
+    }
+
     func removeView(_ id: Int) {
-        state.withLock { s in _ = s.views.removeValue(forKey: id) }
+        state.withLock { s in
+            s.views.removeValue(forKey: id)
+            s.listenSwitches.removeValue(forKey: id)
+        }
+    }
+
+    /// Registers how to stop and start a view's Listen stream, and starts it if the network is on.
+    func setListenSwitch(_ id: Int, _ toggle: @escaping @Sendable (Bool) -> Void) {
+        let enabled = state.withLock { s in
+            s.listenSwitches[id] = toggle
+            return s.networkEnabled
+        }
+        toggle(enabled)
+    }
+
+    var networkEnabled: Bool { state.withLock { $0.networkEnabled } }
+
+    func setCloseWriteStream(_ close: (@Sendable () -> Void)?) { state.withLock { $0.closeWriteStream = close } }
+
+    /// `disableNetwork()`/`enableNetwork()`: streams stop (listeners fall back to the cache, writes
+    /// stay queued) or start again.
+    func setNetworkEnabled(_ enabled: Bool) {
+        let (switches, close) = state.withLock { s -> ([@Sendable (Bool) -> Void], (@Sendable () -> Void)?) in
+            guard s.networkEnabled != enabled else { return ([], nil) }
+            s.networkEnabled = enabled
+            if enabled {
+                s.online = .unknown
+            } else {
+                s.online = .offline
+                for id in Array(s.views.keys) { s.views[id]?.synced = false }
+                recomputeAll(&s)
+            }
+            return (Array(s.listenSwitches.values), enabled ? nil : s.closeWriteStream)
+        }
+        close?()
+        for toggle in switches { toggle(enabled) }
+        if enabled { wake.yield() }
     }
 
     /// A Listen message arrived: the backend is reachable.

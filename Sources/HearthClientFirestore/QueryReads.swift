@@ -8,7 +8,10 @@ extension Query {
     public func getDocuments(source: FirestoreSource) async throws -> QuerySnapshot {
         let engine = firestore.engine
         let local = localEngine
-        if source != .cache {
+        if source == .server && !engine.networkEnabled {
+            throw FirestoreErrorCode.unavailable.error("Failed to get documents from server. (The network is disabled.)")
+        }
+        if source != .cache && engine.networkEnabled {
             do {
                 let found = try await serverDocuments()
                 let prefix = "\(firestore.databaseName)/documents/"

@@ -111,7 +111,10 @@ extension DocumentReference {
     /// holds nothing about the document); `.default`: the server, else the cache.
     public func getDocument(source: FirestoreSource) async throws -> DocumentSnapshot {
         let engine = client.engine
-        if source != .cache {
+        if source == .server && !engine.networkEnabled {
+            throw FirestoreErrorCode.unavailable.error("Failed to get document from server. (The network is disabled.)")
+        }
+        if source != .cache && engine.networkEnabled {
             do {
                 let found = try await serverDocument()
                 engine.cacheServerDocuments([(path: path, document: found)])

@@ -52,7 +52,7 @@ struct RemoteWriteStream: Sendable {
         var backoff = StreamBackoff()
         var iterator = engine.wakes.makeAsyncIterator()
         while !Task.isCancelled {
-            if !engine.hasPendingBatches {
+            if !engine.networkEnabled || !engine.hasPendingBatches {
                 guard await iterator.next() != nil else { return }
                 continue
             }
@@ -93,6 +93,8 @@ struct RemoteWriteStream: Sendable {
         var handshake = Google_Firestore_V1_WriteRequest()
         handshake.database = firestore.databaseName
         requestSink.yield(handshake)
+        engine.setCloseWriteStream { requestSink.finish() }
+        defer { engine.setCloseWriteStream(nil) }
         let engine = engine
         let pump: @Sendable () -> Void = {
             stream.state.withLock { s in

@@ -207,27 +207,36 @@ extension LocalSyncEngine {
         deliver: @escaping @Sendable (ViewSnapshot) -> Void, fail: @escaping @Sendable (any Error) -> Void
     ) -> any ListenerRegistration {
         let registration = StreamRegistration()
-        let (id, token, documents) = addView(
+        let id = addView(
             kind: kind, targetKey: targetKey, includeMetadataChanges: includeMetadataChanges,
             deliver: { snapshot in if !registration.removed.withLock({ $0 }) { deliver(snapshot) } })
-        let loop = ListenLoop(
-            firestore: firestore, target: target, initialResumeToken: token, initialDocuments: documents,
-            onMessage: { [self] in listenMessageReceived() },
-            onFailure: { [self] in listenFailed(id) },
-            deliver: { [self] docs, changed, token, readTime in
-                remoteSnapshot(id, documents: docs, changed: changed, resumeToken: token, readTime: readTime)
-            },
-            fail: { [self] error in
-                removeView(id)
-                callbacks.async { if !registration.removed.withLock({ $0 }) { fail(error) } }
-            })
         registration.onRemove.withLock {
             $0 = { [self] in
                 registration.removed.withLock { $0 = true }
                 removeView(id)
             }
         }
-        registration.task.withLock { $0 = Task { await loop.run() } }
+        // The stream runs while the network is enabled; each start resumes from the cached target.
+        setListenSwitch(id) { [self] enabled in
+            registration.task.withLock { task in
+                task?.cancel()
+                task = nil
+                guard enabled, !registration.removed.withLock({ $0 }) else { return }
+                let (token, documents) = resumeState(targetKey)
+                let loop = ListenLoop(
+                    firestore: firestore, target: target, initialResumeToken: token, initialDocuments: documents,
+                    onMessage: { [self] in listenMessageReceived() },
+                    onFailure: { [self] in listenFailed(id) },
+                    deliver: { [self] docs, changed, token, readTime in
+                        remoteSnapshot(id, documents: docs, changed: changed, resumeToken: token, readTime: readTime)
+                    },
+                    fail: { [self] error in
+                        removeView(id)
+                        callbacks.async { if !registration.removed.withLock({ $0 }) { fail(error) } }
+                    })
+                task = Task { await loop.run() }
+            }
+        }
         return registration
     }
 }

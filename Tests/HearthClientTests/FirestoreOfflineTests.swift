@@ -273,6 +273,42 @@ func temporaryDirectory() -> URL {
         registration.remove()
     }
 
+    @Test func disablingTheNetworkQueuesWritesAndServesTheCacheUntilItIsEnabled() async throws {
+        try await LiveServer.with { ports in
+            let db = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            let items = db.collection("items")
+            try await items.document("a").setData(["n": 1])
+            let log = SnapshotLog<QuerySnapshot>()
+            let registration = items.order(by: "n").addSnapshotListener(includeMetadataChanges: true) { log.append($0, $1) }
+            _ = try await log.wait("the server's snapshot") { !$0.metadata.isFromCache }
+            let seen = log.all.count
+            try await db.disableNetwork()
+            _ = try await log.wait("the cache", after: seen) { $0.metadata.isFromCache }
+            let acknowledged = Mutex(false)
+            items.document("b").setData(["n": 2]) { error in acknowledged.withLock { $0 = error == nil } }
+            let pending = try await log.wait("the pending write") { $0.count == 2 }
+            #expect(pending.metadata.hasPendingWrites && pending.metadata.isFromCache)
+            let read = try await items.document("a").getDocument()
+            #expect(read.metadata.isFromCache, "reads come from the cache while the network is disabled")
+            await #expect(throws: (any Error).self) { try await items.getDocuments(source: .server) }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(!acknowledged.withLock { $0 }, "nothing goes out while disabled")
+            // On the server: still only a.
+            let checker = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            #expect(try await checker.collection("items").getDocuments(source: .server).count == 1)
+
+            try await db.enableNetwork()
+            let committed = try await log.wait("the committed state") { !$0.metadata.isFromCache && !$0.metadata.hasPendingWrites && $0.count == 2 }
+            #expect(committed.documents.map(\.documentID) == ["a", "b"])
+            try await db.waitForPendingWrites()
+            #expect(acknowledged.withLock { $0 })
+            #expect(try await checker.collection("items").getDocuments(source: .server).count == 2)
+            registration.remove()
+            await checker.terminate()
+            await db.terminate()
+        }
+    }
+
     @Test func aRejectedWriteFailsItsCallerAndItsLocalEffectIsUndone() async throws {
         try await LiveServer.with { ports in
             let db = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
