@@ -114,10 +114,25 @@ public final class Firestore: Sendable {
         app.component(Firestore.self) { Firestore(app: app, database: "(default)") }
     }
 
-    /// A named database of the default app (not cached per name yet: keep the instance).
+    /// A named database of the default app (one instance per app and database, so that one write
+    /// queue drains each cache file).
     public static func firestore(database: String) -> Firestore {
-        let app = HearthApp.requireDefault(for: "Firestore")
-        return database == "(default)" ? firestore(app: app) : Firestore(app: app, database: database)
+        firestore(app: HearthApp.requireDefault(for: "Firestore"), database: database)
+    }
+
+    public static func firestore(app: HearthApp, database: String) -> Firestore {
+        if database == "(default)" { return firestore(app: app) }
+        let named = app.component(NamedDatabases.self) { NamedDatabases() }
+        return named.instances.withLock { instances in
+            if let existing = instances[database] { return existing }
+            let made = Firestore(app: app, database: database)
+            instances[database] = made
+            return made
+        }
+    }
+
+    final class NamedDatabases: Sendable {
+        let instances = Mutex<[String: Firestore]>([:])
     }
 
     init(app: HearthApp, database: String) {

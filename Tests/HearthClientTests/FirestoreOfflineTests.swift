@@ -378,6 +378,15 @@ func temporaryDirectory() -> URL {
         #expect(target.resumeToken == Data([2]))
     }
 
+    @Test func oneInstancePerAppAndDatabaseSoOneQueueDrainsEachCacheFile() {
+        let name = "named-\(UUID().uuidString)"
+        HearthApp.configure(name: name, options: HearthOptions(projectID: "demo-hearth"))
+        let app = HearthApp.app(name: name)!
+        #expect(Firestore.firestore(app: app, database: "other") === Firestore.firestore(app: app, database: "other"))
+        #expect(Firestore.firestore(app: app, database: "(default)") === Firestore.firestore(app: app))
+        #expect(Firestore.firestore(app: app, database: "other") !== Firestore.firestore(app: app))
+    }
+
     @Test func streamsBackOffOneSecondTimesOneAndAHalfUpToAMinuteWithJitter() {
         var backoff = StreamBackoff()
         #expect(backoff.next() == 0, "the first retry after a good response is immediate")
