@@ -229,6 +229,8 @@ let package = Package(
             name: "HearthClientFirestore",
             dependencies: [
                 "HearthClientCore", "HearthClientAuth", "HearthFirestoreProto",
+                // The offline cache (documents, targets, the write queue) in SQLite.
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
                 .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),

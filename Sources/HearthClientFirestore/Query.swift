@@ -11,6 +11,9 @@ public class Query: @unchecked Sendable {
     var filters: [Google_Firestore_V1_StructuredQuery.Filter] = []
     var orders: [Google_Firestore_V1_StructuredQuery.Order] = []
     var limitValue: Int32?
+    /// `limit(toLast:)`: `structuredQuery` carries the flipped order and swapped cursors; results
+    /// are reversed before the app sees them (the local engine does this step).
+    var limitToLast = false
 
     init(firestore: Firestore, parent: String, collectionID: String, allDescendants: Bool) {
         self.firestore = firestore
@@ -24,6 +27,7 @@ public class Query: @unchecked Sendable {
         q.filters = filters
         q.orders = orders
         q.limitValue = limitValue
+        q.limitToLast = limitToLast
         try change(q)
         return q
     }
@@ -97,21 +101,6 @@ public class Query: @unchecked Sendable {
         return s
     }
 
-    /// Runs the query once on the server.
-    public func getDocuments() async throws -> QuerySnapshot {
-        var request = Google_Firestore_V1_RunQueryRequest()
-        request.parent = parentPath.isEmpty ? "\(firestore.databaseName)/documents" : firestore.documentName(parentPath)
-        request.structuredQuery = structuredQuery
-        let documents: [Google_Firestore_V1_Document] = try await firestore.call { stub, md in
-            try await stub.runQuery(request, metadata: md) { response in
-                var docs: [Google_Firestore_V1_Document] = []
-                for try await message in response.messages where message.hasDocument { docs.append(message.document) }
-                return docs
-            }
-        }
-        let prefix = "\(firestore.databaseName)/documents/"
-        return QuerySnapshot(query: self, documents: documents.map { d in
-            QueryDocumentSnapshot(reference: DocumentReference(path: String(d.name.dropFirst(prefix.count)), firestore: firestore), document: d)
-        })
-    }
+    /// Runs the query once: on the server, else (offline) over the cache.
+    public func getDocuments() async throws -> QuerySnapshot { try await getDocuments(source: .default) }
 }

@@ -289,6 +289,8 @@ struct UserDataReader {
 struct UserDataWriter {
     let databaseName: String
     var firestore: Firestore? = nil
+    /// How a server timestamp still pending locally reads.
+    var serverTimestampBehavior: ServerTimestampBehavior = .none
 
     func convert(_ fields: [String: Google_Firestore_V1_Value]) -> [String: Any] { fields.mapValues(convert) }
 
@@ -305,9 +307,21 @@ struct UserDataWriter {
             DocumentReference(path: r.hasPrefix(databaseName + "/documents/") ? String(r.dropFirst(databaseName.count + 11)) : r, firestore: firestore)
         case .geoPointValue(let g): GeoPoint(latitude: g.latitude, longitude: g.longitude)
         case .arrayValue(let a): a.values.map(convert)
+        case .mapValue(let m) where ServerTimestamps.isPending(m):
+            switch serverTimestampBehavior {
+            case .none: NSNull()
+            case .estimate: convert(Self.timestampValue(ServerTimestamps.localWriteTime(m)))
+            case .previous: m.fields["__previous_value__"].map(convert) ?? NSNull()
+            }
         case .mapValue(let m): convert(m.fields)
         case .fieldReferenceValue(let s), .variableReferenceValue(let s): s
         case .functionValue, .pipelineValue: NSNull()
         }
+    }
+
+    static func timestampValue(_ t: Google_Protobuf_Timestamp) -> Google_Firestore_V1_Value {
+        var v = Google_Firestore_V1_Value()
+        v.timestampValue = t
+        return v
     }
 }

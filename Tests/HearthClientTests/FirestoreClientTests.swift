@@ -26,6 +26,11 @@ import HearthFirestoreProto
             let app = HearthApp.app(name: name)!
             let auth = Auth.auth(app: app, userStore: FileAuthUserStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)))
             let db = Firestore.firestore(app: app)
+            let settings = db.settings
+            let cacheDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-cache-\(UUID().uuidString)")
+            settings.cacheDirectory = cacheDirectory
+            db.settings = settings
+            defer { try? FileManager.default.removeItem(at: cacheDirectory) }
             try await body(db, auth)
             await db.terminate()
         }

@@ -3,9 +3,11 @@ import HearthClient
 
 // MakeItSo on Linux: sign in anonymously, add, complete and delete tasks, and print what the
 // snapshot listener sees. Usage: makeitso-cli [--host H] [--auth-port P] [--firestore-port P] [--project ID]
+// [--offline-queue N | --offline-drain 1] (the offline modes of OfflineQueue.swift).
 
 var arguments = CommandLine.arguments.dropFirst()
 var options = HearthOptions(projectID: "demo-hearth")
+var offlineMode: OfflineMode?
 while let flag = arguments.popFirst() {
     guard let value = arguments.popFirst() else { fatalError("\(flag) needs a value") }
     switch flag {
@@ -13,10 +15,13 @@ while let flag = arguments.popFirst() {
     case "--auth-port": options.authPort = Int(value)!
     case "--firestore-port": options.firestorePort = Int(value)!
     case "--project": options.projectID = value
+    case "--offline-queue": offlineMode = .queue(Int(value)!)
+    case "--offline-drain": offlineMode = .drain
     default: fatalError("unknown flag \(flag)")
     }
 }
 HearthApp.configure(options: options)
+if let offlineMode { await runOffline(offlineMode) }
 
 /// Waits until the listener reports a state that `done` accepts (at most 20 s).
 func waitFor(_ repository: TaskRepository, _ what: String, _ done: @escaping @Sendable ([TaskItem]) -> Bool) async throws {

@@ -1,0 +1,321 @@
+import Foundation
+import GRDB
+import HearthFirestoreProto
+import SwiftProtobuf
+
+/// The client's cache in SQLite (GRDB), one file per app and database, or in memory
+/// (`MemoryCacheSettings`): remote documents as the server last sent them (a missing document is
+/// kept as a row without bytes), listen targets with their resume tokens and read times and the
+/// documents each last matched, and the queue of writes not yet acknowledged, per user.
+///
+/// Every change is one SQLite transaction; the queue is written before a write is applied locally,
+/// so a write the app was told about survives the process being killed. A file that cannot be
+/// opened or read as this schema (corrupted, or another program's) is deleted and rebuilt empty.
+final class LocalCache: Sendable {
+    typealias Document = Google_Firestore_V1_Document
+
+    static let schemaVersion = 1
+    let database: DatabaseQueue
+    /// Where the file is (nil in memory).
+    let fileURL: URL?
+    /// Whether opening found a damaged file and started again.
+    let rebuilt: Bool
+
+    init(fileURL: URL?) throws {
+        self.fileURL = fileURL
+        guard let fileURL else {
+            database = try DatabaseQueue()
+            rebuilt = false
+            try Self.migrate(database)
+            return
+        }
+        try FileManager.default.createDirectory(at: fileURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+        do {
+            let queue = try DatabaseQueue(path: fileURL.path, configuration: Self.configuration)
+            try Self.migrate(queue)
+            database = queue
+            rebuilt = false
+        } catch {
+            // Damaged or foreign: the cache is a cache, so start again rather than fail the app.
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                try? FileManager.default.removeItem(atPath: fileURL.path + suffix)
+            }
+            let queue = try DatabaseQueue(path: fileURL.path, configuration: Self.configuration)
+            try Self.migrate(queue)
+            database = queue
+            rebuilt = true
+        }
+    }
+
+    /// WAL with `synchronous = NORMAL`: a committed transaction survives the process being killed
+    /// (not necessarily a power cut), without an fsync per write.
+    static var configuration: Configuration {
+        var config = Configuration()
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        return config
+    }
+
+    static func migrate(_ queue: DatabaseQueue) throws {
+        try queue.write { db in
+            let check = try String.fetchOne(db, sql: "PRAGMA quick_check") ?? ""
+            guard check == "ok" else { throw LocalCacheError.damaged(check) }
+            let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+            if version == schemaVersion { return }
+            guard version == 0 else { throw LocalCacheError.damaged("schema version \(version)") }
+            try db.execute(sql: """
+                CREATE TABLE remote_documents (
+                    path TEXT PRIMARY KEY NOT NULL,
+                    collection_path TEXT NOT NULL,
+                    collection_id TEXT NOT NULL,
+                    document BLOB,
+                    size INTEGER NOT NULL,
+                    sequence INTEGER NOT NULL
+                );
+                CREATE INDEX remote_documents_collection ON remote_documents(collection_path);
+                CREATE INDEX remote_documents_group ON remote_documents(collection_id);
+                CREATE INDEX remote_documents_sequence ON remote_documents(sequence);
+                CREATE TABLE targets (
+                    target_key TEXT PRIMARY KEY NOT NULL,
+                    resume_token BLOB NOT NULL,
+                    read_time BLOB,
+                    sequence INTEGER NOT NULL
+                );
+                CREATE TABLE target_documents (
+                    target_key TEXT NOT NULL,
+                    path TEXT NOT NULL,
+                    PRIMARY KEY (target_key, path)
+                );
+                CREATE INDEX target_documents_path ON target_documents(path);
+                CREATE TABLE mutations (
+                    batch_id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    uid TEXT NOT NULL,
+                    writes BLOB NOT NULL,
+                    local_write_seconds INTEGER NOT NULL,
+                    local_write_nanos INTEGER NOT NULL
+                );
+                PRAGMA user_version = \(schemaVersion);
+                """)
+        }
+    }
+
+    // MARK: Remote documents
+
+    static func collectionPath(_ path: String) -> (path: String, id: String) {
+        let segments = path.split(separator: "/")
+        return (segments.dropLast().joined(separator: "/"), segments.count >= 2 ? String(segments[segments.count - 2]) : "")
+    }
+
+    /// Stores the server's version of documents (nil: known not to exist).
+    static func putRemote(_ db: GRDB.Database, _ documents: [(path: String, document: Document?)], sequence: Int64) throws {
+        for (path, document) in documents {
+            let bytes = try document.map { try $0.serializedBytes() as Data }
+            let (collection, id) = collectionPath(path)
+            try db.execute(
+                sql: """
+                    INSERT INTO remote_documents (path, collection_path, collection_id, document, size, sequence) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(path) DO UPDATE SET document = excluded.document, size = excluded.size, sequence = excluded.sequence
+                    """,
+                arguments: [path, collection, id, bytes, (bytes?.count ?? 0) + path.utf8.count, sequence])
+        }
+    }
+
+    static func removeRemote(_ db: GRDB.Database, _ paths: [String]) throws {
+        for path in paths { try db.execute(sql: "DELETE FROM remote_documents WHERE path = ?", arguments: [path]) }
+    }
+
+    /// A cached document: `.some(nil)` when known missing, nil when not cached.
+    func remote(_ path: String) throws -> Document?? {
+        try database.read { db in try Self.remote(db, path) }
+    }
+
+    static func remote(_ db: GRDB.Database, _ path: String) throws -> Document?? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT document FROM remote_documents WHERE path = ?", arguments: [path]) else { return nil }
+        guard let bytes = row["document"] as Data? else { return .some(nil) }
+        return .some(try Document(serializedBytes: bytes))
+    }
+
+    func remote(paths: [String]) throws -> [String: Document] {
+        try database.read { db in
+            var out: [String: Document] = [:]
+            for path in paths {
+                if case .some(.some(let d)) = try Self.remote(db, path) { out[path] = d }
+            }
+            return out
+        }
+    }
+
+    /// Every cached existing document of a collection (or, for a group, of every collection with the id).
+    func remote(collectionPath: String?, collectionID: String) throws -> [String: Document] {
+        try database.read { db in
+            let rows = if let collectionPath {
+                try Row.fetchCursor(db, sql: "SELECT path, document FROM remote_documents WHERE collection_path = ? AND document IS NOT NULL", arguments: [collectionPath])
+            } else {
+                try Row.fetchCursor(db, sql: "SELECT path, document FROM remote_documents WHERE collection_id = ? AND document IS NOT NULL", arguments: [collectionID])
+            }
+            var out: [String: Document] = [:]
+            while let row = try rows.next() {
+                guard let bytes = row["document"] as Data? else { continue }
+                out[row["path"]] = try Document(serializedBytes: bytes)
+            }
+            return out
+        }
+    }
+
+    // MARK: Targets
+
+    struct TargetState: Sendable {
+        var resumeToken: Data
+        var readTime: Google_Protobuf_Timestamp?
+        var paths: [String]
+    }
+
+    func target(_ key: String) throws -> TargetState? {
+        try database.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT resume_token, read_time FROM targets WHERE target_key = ?", arguments: [key]) else { return nil }
+            let readTime = try (row["read_time"] as Data?).map { try Google_Protobuf_Timestamp(serializedBytes: $0) }
+            let paths = try String.fetchAll(db, sql: "SELECT path FROM target_documents WHERE target_key = ?", arguments: [key])
+            return TargetState(resumeToken: row["resume_token"], readTime: readTime, paths: paths)
+        }
+    }
+
+    /// How many of a target's documents are cached as existing.
+    func cachedCount(target key: String) throws -> Int {
+        try database.read { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) FROM remote_documents WHERE document IS NOT NULL
+                    AND path IN (SELECT path FROM target_documents WHERE target_key = ?)
+                    """, arguments: [key]) ?? 0
+        }
+    }
+
+    /// Records a target; with `previousPaths` (what this session last wrote for it) only the
+    /// difference in its documents is written.
+    static func putTarget(_ db: GRDB.Database, key: String, state: TargetState, sequence: Int64, previousPaths: Set<String>? = nil) throws {
+        let readTime = try state.readTime.map { try $0.serializedBytes() as Data }
+        try db.execute(
+            sql: """
+                INSERT INTO targets (target_key, resume_token, read_time, sequence) VALUES (?, ?, ?, ?)
+                ON CONFLICT(target_key) DO UPDATE SET resume_token = excluded.resume_token, read_time = excluded.read_time, sequence = excluded.sequence
+                """,
+            arguments: [key, state.resumeToken, readTime, sequence])
+        var added = state.paths
+        if let previousPaths {
+            let now = Set(state.paths)
+            added = state.paths.filter { !previousPaths.contains($0) }
+            for path in previousPaths where !now.contains(path) {
+                try db.execute(sql: "DELETE FROM target_documents WHERE target_key = ? AND path = ?", arguments: [key, path])
+            }
+        } else {
+            try db.execute(sql: "DELETE FROM target_documents WHERE target_key = ?", arguments: [key])
+        }
+        for path in added {
+            try db.execute(sql: "INSERT OR IGNORE INTO target_documents (target_key, path) VALUES (?, ?)", arguments: [key, path])
+        }
+    }
+
+    /// Marks a target and its documents used now (for the LRU order).
+    func touchTarget(_ key: String, sequence: Int64) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE targets SET sequence = ? WHERE target_key = ?", arguments: [sequence, key])
+            try db.execute(
+                sql: "UPDATE remote_documents SET sequence = ? WHERE path IN (SELECT path FROM target_documents WHERE target_key = ?)",
+                arguments: [sequence, key])
+        }
+    }
+
+    func highestSequence() throws -> Int64 {
+        try database.read { db in
+            let docs = try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM remote_documents") ?? 0
+            let targets = try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM targets") ?? 0
+            return max(docs, targets)
+        }
+    }
+
+    // MARK: Mutation queue
+
+    struct Batch: Sendable {
+        let batchID: Int64
+        let writes: [Google_Firestore_V1_Write]
+        let localWriteTime: Google_Protobuf_Timestamp
+    }
+
+    /// Appends a batch durably and returns it with its id (ids only grow, so they are the queue order).
+    func enqueue(uid: String, writes: [Google_Firestore_V1_Write], localWriteTime: Google_Protobuf_Timestamp) throws -> Batch {
+        var container = Google_Firestore_V1_WriteRequest()
+        container.writes = writes
+        let bytes: Data = try container.serializedBytes()
+        let id = try database.write { db -> Int64 in
+            try db.execute(
+                sql: "INSERT INTO mutations (uid, writes, local_write_seconds, local_write_nanos) VALUES (?, ?, ?, ?)",
+                arguments: [uid, bytes, localWriteTime.seconds, Int64(localWriteTime.nanos)])
+            return db.lastInsertedRowID
+        }
+        return Batch(batchID: id, writes: writes, localWriteTime: localWriteTime)
+    }
+
+    func batches(uid: String) throws -> [Batch] {
+        try database.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT batch_id, writes, local_write_seconds, local_write_nanos FROM mutations WHERE uid = ? ORDER BY batch_id",
+                arguments: [uid]
+            ).map { row in
+                var time = Google_Protobuf_Timestamp()
+                time.seconds = row["local_write_seconds"]
+                time.nanos = Int32(clamping: row["local_write_nanos"] as Int64)
+                let container = try Google_Firestore_V1_WriteRequest(serializedBytes: row["writes"] as Data)
+                return Batch(batchID: row["batch_id"], writes: container.writes, localWriteTime: time)
+            }
+        }
+    }
+
+    static func removeBatch(_ db: GRDB.Database, _ batchID: Int64) throws {
+        try db.execute(sql: "DELETE FROM mutations WHERE batch_id = ?", arguments: [batchID])
+    }
+
+    // MARK: Garbage collection
+
+    /// Bytes of cached documents (what the size limit counts).
+    func byteSize() throws -> Int64 {
+        try database.read { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM remote_documents") ?? 0 }
+    }
+
+    /// Least recently used first, removes documents in no active target and with no pending write
+    /// until the cache holds at most `thresholdBytes`; inactive targets that lose a document go too
+    /// (their resume token would no longer describe what is cached). Returns how many documents went.
+    @discardableResult
+    func collectGarbage(thresholdBytes: Int64, activeTargets: Set<String>, pinned: Set<String>) throws -> Int {
+        try database.write { db in
+            var size = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(size), 0) FROM remote_documents") ?? 0
+            guard size > thresholdBytes else { return 0 }
+            var retained = pinned
+            for key in activeTargets {
+                retained.formUnion(try String.fetchAll(db, sql: "SELECT path FROM target_documents WHERE target_key = ?", arguments: [key]))
+            }
+            let rows = try Row.fetchAll(db, sql: "SELECT path, size FROM remote_documents ORDER BY sequence, path")
+            var removed = 0
+            var staleTargets = Set<String>()
+            for row in rows where size > thresholdBytes {
+                let path: String = row["path"]
+                guard !retained.contains(path) else { continue }
+                try db.execute(sql: "DELETE FROM remote_documents WHERE path = ?", arguments: [path])
+                staleTargets.formUnion(try String.fetchAll(db, sql: "SELECT target_key FROM target_documents WHERE path = ?", arguments: [path]))
+                size -= row["size"] as Int64
+                removed += 1
+            }
+            for key in staleTargets.subtracting(activeTargets) {
+                try db.execute(sql: "DELETE FROM targets WHERE target_key = ?", arguments: [key])
+                try db.execute(sql: "DELETE FROM target_documents WHERE target_key = ?", arguments: [key])
+            }
+            return removed
+        }
+    }
+}
+
+enum LocalCacheError: Error {
+    case damaged(String)
+}

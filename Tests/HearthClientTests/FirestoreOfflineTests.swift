@@ -1,0 +1,588 @@
+import Foundation
+import Synchronization
+import Testing
+
+import HearthClientAuth
+import HearthClientCore
+import HearthFirestoreProto
+import SwiftProtobuf
+@testable import HearthClientFirestore
+
+/// `hearth serve --emulator` as a child process (the `hearth` binary built beside the tests, or
+/// `$HEARTH_BIN`) that can be killed with SIGKILL and started again on the same ports and data.
+final class RestartableServer: @unchecked Sendable {
+    let directory: URL
+    private(set) var ports: [String: Int] = [:]
+    private var process: Process?
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-offline-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    static var binary: URL {
+        if let bin = ProcessInfo.processInfo.environment["HEARTH_BIN"], !bin.isEmpty { return URL(fileURLWithPath: bin) }
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        // On Apple platforms the tests run inside an .xctest bundle.
+        while dir.path.contains(".xctest") { dir = dir.deletingLastPathComponent() }
+        return dir.appendingPathComponent("hearth")
+    }
+
+    func start() async throws {
+        let ready = directory.appendingPathComponent("ready.json")
+        try? FileManager.default.removeItem(at: ready)
+        let process = Process()
+        process.executableURL = Self.binary
+        var arguments = [
+            "serve", "--emulator", "--data-dir", directory.appendingPathComponent("data").path, "--project", "demo-hearth",
+            "--host", "127.0.0.1", "--ready-file", ready.path,
+        ]
+        for service in ["firestore", "storage", "s3", "database", "auth", "api", "console"] {
+            arguments += ["--\(service)-port", String(ports[service] ?? 0)]
+        }
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if let data = try? Data(contentsOf: ready),
+                let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any], json["firestore"] != nil {
+                for (key, value) in json {
+                    if let port = value as? Int { ports[key] = port } else if let text = value as? String, let port = Int(text) { ports[key] = port }
+                }
+                return
+            }
+            guard process.isRunning else { throw CocoaError(.executableLoad) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw CocoaError(.executableLoad)
+    }
+
+    /// Kills the server outright (SIGKILL), as a crash or a pulled plug would.
+    func stop() async {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        self.process = nil
+    }
+
+    deinit {
+        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Snapshots a listener has seen, for waiting on.
+final class SnapshotLog<T: Sendable>: Sendable {
+    let items = Mutex<[T]>([])
+    let errors = Mutex<[any Error]>([])
+    func append(_ item: T?, _ error: (any Error)?) {
+        if let item { items.withLock { $0.append(item) } }
+        if let error { errors.withLock { $0.append(error) } }
+    }
+    var all: [T] { items.withLock { $0 } }
+
+    /// Waits until a snapshot satisfies `condition` (and returns it), failing after `seconds`.
+    func wait(_ what: String, after: Int = 0, seconds: Double = 20, _ condition: (T) -> Bool) async throws -> T {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if let found = all.dropFirst(after).last(where: condition) { return found }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("timed out waiting for \(what)")
+        throw CancellationError()
+    }
+}
+
+func offlineFirestore(ports: [String: Int], cacheDirectory: URL?, memory: Bool = false) -> Firestore {
+    var options = HearthOptions(projectID: "demo-hearth")
+    options.authPort = ports["auth"]!
+    options.firestorePort = ports["firestore"]!
+    let name = "offline-\(UUID().uuidString)"
+    HearthApp.configure(name: name, options: options)
+    let db = Firestore.firestore(app: HearthApp.app(name: name)!)
+    let settings = db.settings
+    if memory { settings.cacheSettings = MemoryCacheSettings() }
+    settings.cacheDirectory = cacheDirectory
+    db.settings = settings
+    return db
+}
+
+func temporaryDirectory() -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("hearth-cache-\(UUID().uuidString)")
+}
+
+@Suite(.serialized) struct FirestoreOfflineTests {
+    func names(_ s: QuerySnapshot) -> [String] { s.documents.map(\.documentID) }
+
+    @Test func queuedWritesSurviveTheServerAndTheAppGoingAwayAndArriveOnceInOrder() async throws {
+        let server = try RestartableServer()
+        try await server.start()
+        let cacheDirectory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: cacheDirectory) }
+
+        // Online: a write goes out over the Write stream; the listener gets the server's snapshot.
+        let db1 = offlineFirestore(ports: server.ports, cacheDirectory: cacheDirectory)
+        let tasks1 = db1.collection("tasks")
+        try await tasks1.document("seed").setData(["n": 0])
+        let log1 = SnapshotLog<QuerySnapshot>()
+        let registration1 = tasks1.order(by: "n").addSnapshotListener(includeMetadataChanges: true) { log1.append($0, $1) }
+        _ = try await log1.wait("the server's snapshot") { !$0.metadata.isFromCache && names($0) == ["seed"] }
+
+        // The server goes away: listeners fall back to the cache.
+        let seen = log1.all.count
+        await server.stop()
+        _ = try await log1.wait("a snapshot from the cache", after: seen) { $0.metadata.isFromCache }
+
+        // Offline writes apply locally at once and wait for the server.
+        let acknowledged = Mutex<[String]>([])
+        for i in 1...5 {
+            tasks1.document("q\(i)").setData(["n": i, "at": FieldValue.serverTimestamp()]) { error in
+                acknowledged.withLock { $0.append(error == nil ? "q\(i)" : "q\(i) failed: \(error!)") }
+            }
+        }
+        for _ in 1...3 {
+            db1.document("counters/c").setData(["hits": FieldValue.increment(Int64(1))], merge: true) { error in
+                acknowledged.withLock { $0.append(error == nil ? "hit" : "hit failed: \(error!)") }
+            }
+        }
+        let pending = try await log1.wait("the pending writes") { names($0) == ["seed", "q1", "q2", "q3", "q4", "q5"] }
+        #expect(pending.metadata.hasPendingWrites && pending.metadata.isFromCache)
+        #expect(pending.documents[1].metadata.hasPendingWrites && !pending.documents[0].metadata.hasPendingWrites)
+        #expect(pending.documents[1].data()["at"] is NSNull, "a pending server timestamp reads as null by default")
+        #expect(pending.documents[1].data(with: .estimate)["at"] is Timestamp, "…and as the local time when estimated")
+
+        // Reads offline: the cache answers; server-only reads fail.
+        let cached = try await tasks1.document("q3").getDocument(source: .cache)
+        #expect(cached.exists && cached.metadata.hasPendingWrites && cached.metadata.isFromCache)
+        let seed = try await tasks1.document("seed").getDocument()
+        #expect(seed.exists && seed.metadata.isFromCache && seed.get("n") as? Int64 == 0)
+        let counter = try await db1.document("counters/c").getDocument(source: .cache)
+        #expect(counter.get("hits") as? Int64 == 3, "increments apply locally")
+        let offlineQuery = try await tasks1.whereField("n", isGreaterThanOrEqualTo: 2).getDocuments()
+        #expect(offlineQuery.metadata.isFromCache && names(offlineQuery) == ["q2", "q3", "q4", "q5"])
+        await #expect(throws: (any Error).self) { try await tasks1.document("seed").getDocument(source: .server) }
+        await #expect(throws: (any Error).self) { try await tasks1.document("never").getDocument(source: .cache) }
+        #expect(acknowledged.withLock { $0 }.isEmpty, "nothing is acknowledged offline")
+
+        // The app goes away with its writes queued; a new instance opens the same cache file.
+        registration1.remove()
+        await db1.terminate()
+        let db2 = offlineFirestore(ports: server.ports, cacheDirectory: cacheDirectory)
+        let log2 = SnapshotLog<QuerySnapshot>()
+        let registration2 = db2.collection("tasks").order(by: "n").addSnapshotListener(includeMetadataChanges: true) { log2.append($0, $1) }
+        let restored = try await log2.wait("the queued writes from the cache") { names($0).count == 6 }
+        #expect(restored.metadata.hasPendingWrites && restored.metadata.isFromCache)
+
+        // The server comes back: the queue drains; listeners see the committed state.
+        try await server.start()
+        let committed = try await log2.wait("the committed state") {
+            !$0.metadata.hasPendingWrites && !$0.metadata.isFromCache && names($0).count == 6
+        }
+        #expect(committed.documents[1].data()["at"] is Timestamp, "the server's timestamp replaced the pending one")
+        try await db2.waitForPendingWrites()
+        registration2.remove()
+        #expect(acknowledged.withLock { $0 }.isEmpty, "the first instance's callbacks went with it")
+
+        // On the server: every write once, in queue order.
+        let checker = offlineFirestore(ports: server.ports, cacheDirectory: nil, memory: true)
+        var created: [Google_Protobuf_Timestamp] = []
+        for i in 1...5 {
+            let snapshot = try await checker.document("tasks/q\(i)").getDocument(source: .server)
+            #expect(snapshot.get("n") as? Int64 == Int64(i))
+            created.append(try #require(snapshot.document?.createTime))
+        }
+        for (a, b) in zip(created, created.dropFirst()) {
+            #expect(ValueOrder.compareTimestamps(a, b) < 0, "committed in queue order")
+        }
+        let hits = try await checker.document("counters/c").getDocument(source: .server)
+        #expect(hits.get("hits") as? Int64 == 3, "each queued increment arrived exactly once")
+        await db2.terminate()
+        await checker.terminate()
+        await server.stop()
+    }
+
+    @Test func aNewInstanceShowsTheCachedTargetAtOnceThenResumesIt() async throws {
+        try await LiveServer.with { ports in
+            let cacheDirectory = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: cacheDirectory) }
+            let db1 = offlineFirestore(ports: ports, cacheDirectory: cacheDirectory)
+            for (id, n) in [("a", 1), ("b", 2), ("c", 3)] { try await db1.document("notes/\(id)").setData(["n": n]) }
+            let log1 = SnapshotLog<QuerySnapshot>()
+            let registration1 = db1.collection("notes").whereField("n", isLessThan: 10).addSnapshotListener(includeMetadataChanges: true) {
+                log1.append($0, $1)
+            }
+            _ = try await log1.wait("the server's snapshot") { !$0.metadata.isFromCache && $0.count == 3 }
+            registration1.remove()
+            await db1.terminate()
+
+            // Meanwhile another client changes one note, adds one and removes one.
+            let other = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            try await other.document("notes/a").setData(["n": 5])
+            try await other.document("notes/d").setData(["n": 4])
+            try await other.document("notes/c").delete()
+            await other.terminate()
+
+            let db2 = offlineFirestore(ports: ports, cacheDirectory: cacheDirectory)
+            let log2 = SnapshotLog<QuerySnapshot>()
+            let registration2 = db2.collection("notes").whereField("n", isLessThan: 10).addSnapshotListener(includeMetadataChanges: true) {
+                log2.append($0, $1)
+            }
+            let first = try await log2.wait("the cached snapshot") { _ in true }
+            #expect(first.metadata.isFromCache && first.documents.map(\.documentID) == ["a", "b", "c"], "the cache answers first")
+            let current = try await log2.wait("the resumed target") { !$0.metadata.isFromCache }
+            #expect(current.documents.map(\.documentID) == ["b", "d", "a"], "ordered by n: b 2, d 4, a 5")
+            #expect(current.documents.last?.get("n") as? Int64 == 5)
+            let cachedB = try await db2.document("notes/b").getDocument(source: .cache)
+            #expect(cachedB.get("n") as? Int64 == 2, "an unchanged document stays cached with its data")
+            registration2.remove()
+            await db2.terminate()
+        }
+    }
+
+    @Test func aServerThatNeverAnswersCountsAsOfflineAfterTenSeconds() async throws {
+        // A socket that accepts connections (in the kernel's backlog) and never says a word.
+        #if canImport(Glibc)
+        let stream = Int32(SOCK_STREAM.rawValue)
+        #else
+        let stream = SOCK_STREAM
+        #endif
+        let fd = socket(AF_INET, stream, 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        #expect(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let db = offlineFirestore(ports: ["auth": port, "firestore": port], cacheDirectory: nil, memory: true)
+        let log = SnapshotLog<QuerySnapshot>()
+        let started = ContinuousClock.now
+        let registration = db.collection("silent").addSnapshotListener { log.append($0, $1) }
+        let first = try await log.wait("the offline snapshot", seconds: 30) { _ in true }
+        let elapsed = ContinuousClock.now - started
+        #expect(first.metadata.isFromCache && first.isEmpty)
+        #expect(elapsed >= .seconds(9) && elapsed < .seconds(25), "offline after the 10 s timer: \(elapsed)")
+        registration.remove()
+    }
+
+    @Test func disablingTheNetworkQueuesWritesAndServesTheCacheUntilItIsEnabled() async throws {
+        try await LiveServer.with { ports in
+            let db = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            let items = db.collection("items")
+            try await items.document("a").setData(["n": 1])
+            let log = SnapshotLog<QuerySnapshot>()
+            let registration = items.order(by: "n").addSnapshotListener(includeMetadataChanges: true) { log.append($0, $1) }
+            _ = try await log.wait("the server's snapshot") { !$0.metadata.isFromCache }
+            let seen = log.all.count
+            try await db.disableNetwork()
+            _ = try await log.wait("the cache", after: seen) { $0.metadata.isFromCache }
+            let acknowledged = Mutex(false)
+            items.document("b").setData(["n": 2]) { error in acknowledged.withLock { $0 = error == nil } }
+            let pending = try await log.wait("the pending write") { $0.count == 2 }
+            #expect(pending.metadata.hasPendingWrites && pending.metadata.isFromCache)
+            let read = try await items.document("a").getDocument()
+            #expect(read.metadata.isFromCache, "reads come from the cache while the network is disabled")
+            await #expect(throws: (any Error).self) { try await items.getDocuments(source: .server) }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(!acknowledged.withLock { $0 }, "nothing goes out while disabled")
+            // On the server: still only a.
+            let checker = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            #expect(try await checker.collection("items").getDocuments(source: .server).count == 1)
+
+            try await db.enableNetwork()
+            let committed = try await log.wait("the committed state") { !$0.metadata.isFromCache && !$0.metadata.hasPendingWrites && $0.count == 2 }
+            #expect(committed.documents.map(\.documentID) == ["a", "b"])
+            try await db.waitForPendingWrites()
+            #expect(acknowledged.withLock { $0 })
+            #expect(try await checker.collection("items").getDocuments(source: .server).count == 2)
+            registration.remove()
+            await checker.terminate()
+            await db.terminate()
+        }
+    }
+
+    @Test func aRejectedWriteFailsItsCallerAndItsLocalEffectIsUndone() async throws {
+        try await LiveServer.with { ports in
+            let db = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            let ref = db.document("items/missing")
+            let log = SnapshotLog<DocumentSnapshot>()
+            let registration = ref.addSnapshotListener(includeMetadataChanges: true) { log.append($0, $1) }
+            _ = try await log.wait("the server's answer") { !$0.metadata.isFromCache && !$0.exists }
+            // updateData of a missing document: locally nothing to update; the server refuses it.
+            await #expect(throws: (any Error).self) { try await ref.updateData(["x": 1]) }
+            try await ref.setData(["x": 1])
+            let written = try await log.wait("the set") { $0.exists && !$0.metadata.hasPendingWrites }
+            #expect(written.get("x") as? Int64 == 1)
+            #expect(log.all.contains { $0.exists && $0.metadata.hasPendingWrites }, "the set was visible while pending")
+            registration.remove()
+            await db.terminate()
+        }
+    }
+
+    @Test func aDamagedCacheFileIsRebuilt() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let file = directory.appendingPathComponent("cache.sqlite")
+        try Data(repeating: 0x5A, count: 8192).write(to: file)
+        let cache = try LocalCache(fileURL: file)
+        #expect(cache.rebuilt)
+        _ = try cache.enqueue(uid: "", writes: [Google_Firestore_V1_Write()], localWriteTime: Google_Protobuf_Timestamp())
+        let reopened = try LocalCache(fileURL: file)
+        #expect(!reopened.rebuilt)
+        #expect(try reopened.batches(uid: "").count == 1, "the rebuilt file works and persists")
+    }
+
+    @Test func garbageCollectionRemovesLeastRecentlyUsedDocumentsOutsideActiveTargetsAndPendingWrites() throws {
+        let cache = try LocalCache(fileURL: nil)
+        func doc(_ path: String) -> (path: String, document: Google_Firestore_V1_Document?) {
+            var d = Google_Firestore_V1_Document()
+            d.name = "projects/p/databases/(default)/documents/\(path)"
+            var v = Google_Firestore_V1_Value()
+            v.stringValue = String(repeating: "x", count: 1000)
+            d.fields = ["blob": v]
+            return (path, d)
+        }
+        try cache.database.write { db in
+            for i in 0..<10 { try LocalCache.putRemote(db, [doc("c/d\(i)")], sequence: Int64(i)) }
+            try LocalCache.putTarget(db, key: "active", state: .init(resumeToken: Data([1]), readTime: nil, paths: ["c/d0"]), sequence: 1)
+            try LocalCache.putTarget(db, key: "old", state: .init(resumeToken: Data([2]), readTime: nil, paths: ["c/d2"]), sequence: 1)
+        }
+        let perDocument = try cache.byteSize() / 10
+        let removed = try cache.collectGarbage(thresholdBytes: perDocument * 5, activeTargets: ["active"], pinned: ["c/d1"])
+        #expect(removed == 5)
+        let left = try cache.remote(collectionPath: "c", collectionID: "c").keys.sorted()
+        #expect(left == ["c/d0", "c/d1", "c/d7", "c/d8", "c/d9"], "the active target's and the pending write's documents stay; the oldest others go")
+        #expect(try cache.target("old") == nil, "an inactive target that lost a document is dropped")
+        #expect(try cache.target("active") != nil)
+        #expect(try cache.collectGarbage(thresholdBytes: perDocument * 5, activeTargets: ["active"], pinned: []) == 0, "under the limit: nothing")
+    }
+
+    @Test func targetsWriteOnlyTheDifferenceOnceWritten() throws {
+        let cache = try LocalCache(fileURL: nil)
+        try cache.database.write { db in
+            try LocalCache.putTarget(db, key: "t", state: .init(resumeToken: Data([1]), readTime: nil, paths: ["c/a", "c/b"]), sequence: 1)
+            try LocalCache.putTarget(
+                db, key: "t", state: .init(resumeToken: Data([2]), readTime: nil, paths: ["c/b", "c/c"]), sequence: 2, previousPaths: ["c/a", "c/b"])
+        }
+        let target = try #require(try cache.target("t"))
+        #expect(target.paths.sorted() == ["c/b", "c/c"])
+        #expect(target.resumeToken == Data([2]))
+    }
+
+    @Test func oneInstancePerAppAndDatabaseSoOneQueueDrainsEachCacheFile() {
+        let name = "named-\(UUID().uuidString)"
+        HearthApp.configure(name: name, options: HearthOptions(projectID: "demo-hearth"))
+        let app = HearthApp.app(name: name)!
+        #expect(Firestore.firestore(app: app, database: "other") === Firestore.firestore(app: app, database: "other"))
+        #expect(Firestore.firestore(app: app, database: "(default)") === Firestore.firestore(app: app))
+        #expect(Firestore.firestore(app: app, database: "other") !== Firestore.firestore(app: app))
+    }
+
+    @Test func streamsBackOffOneSecondTimesOneAndAHalfUpToAMinuteWithJitter() {
+        var backoff = StreamBackoff()
+        #expect(backoff.next() == 0, "the first retry after a good response is immediate")
+        var base = 1.0
+        for _ in 0..<20 {
+            let delay = backoff.next()
+            #expect(delay >= base * 0.5 && delay <= base * 1.5, "\(delay) within ±50% of \(base)")
+            base = min(base * 1.5, 60)
+        }
+        #expect(base == 60)
+        backoff.reset()
+        _ = backoff.next()
+        let exhausted = backoff.next(resourceExhausted: true)
+        #expect(exhausted >= 30 && exhausted <= 90, "RESOURCE_EXHAUSTED waits the maximum")
+    }
+
+    @Test func anAcknowledgementThatDoesNotMatchTheBatchIsRefused() throws {
+        let engine = try LocalSyncEngine(cache: LocalCache(fileURL: nil), databaseName: "projects/p/databases/(default)", uid: "", sizeBytes: -1)
+        var write = Google_Firestore_V1_Write()
+        write.delete = "projects/p/databases/(default)/documents/c/d"
+        engine.enqueue([write]) { _ in }
+        let batch = try #require(engine.pendingBatches(after: 0, limit: 10).first)
+        #expect(throws: MalformedResponse.self) {
+            try engine.acknowledge(batchID: batch.batchID, results: [], commitTime: Google_Protobuf_Timestamp())
+        }
+        #expect(throws: MalformedResponse.self) {
+            try engine.acknowledge(batchID: batch.batchID + 1, results: [Google_Firestore_V1_WriteResult()], commitTime: Google_Protobuf_Timestamp())
+        }
+        try engine.acknowledge(batchID: batch.batchID, results: [Google_Firestore_V1_WriteResult()], commitTime: Google_Protobuf_Timestamp())
+        #expect(!engine.hasPendingBatches)
+    }
+}
+
+/// The local query engine over the wire form: every filter, the order, cursors and limits.
+@Suite struct LocalQueryEngineTests {
+    typealias Value = Google_Firestore_V1_Value
+    typealias SQ = Google_Firestore_V1_StructuredQuery
+    static let root = "projects/p/databases/(default)/documents"
+
+    func int(_ i: Int64) -> Value { var v = Value(); v.integerValue = i; return v }
+    func double(_ d: Double) -> Value { var v = Value(); v.doubleValue = d; return v }
+    func string(_ s: String) -> Value { var v = Value(); v.stringValue = s; return v }
+    func null() -> Value { var v = Value(); v.nullValue = .nullValue; return v }
+    func array(_ values: [Value]) -> Value { var v = Value(); v.arrayValue.values = values; return v }
+
+    func field(_ path: String, _ op: SQ.FieldFilter.Operator, _ value: Value) -> SQ.Filter {
+        var f = SQ.Filter()
+        f.fieldFilter.field.fieldPath = path
+        f.fieldFilter.op = op
+        f.fieldFilter.value = value
+        return f
+    }
+
+    func unary(_ path: String, _ op: SQ.UnaryFilter.Operator) -> SQ.Filter {
+        var f = SQ.Filter()
+        f.unaryFilter.field.fieldPath = path
+        f.unaryFilter.op = op
+        return f
+    }
+
+    func composite(_ op: SQ.CompositeFilter.Operator, _ filters: [SQ.Filter]) -> SQ.Filter {
+        var f = SQ.Filter()
+        f.compositeFilter.op = op
+        f.compositeFilter.filters = filters
+        return f
+    }
+
+    func order(_ path: String, _ descending: Bool = false) -> SQ.Order {
+        var o = SQ.Order()
+        o.field.fieldPath = path
+        o.direction = descending ? .descending : .ascending
+        return o
+    }
+
+    var documents: [(path: String, fields: [String: Value])] {
+        [
+            ("c/a", ["n": int(1), "tags": array([string("x")]), "s": string("b")]),
+            ("c/b", ["n": double(2.5), "tags": array([string("y"), string("z")]), "s": null()]),
+            ("c/c", ["n": int(3), "s": string("a")]),
+            ("c/d", ["n": double(.nan)]),
+            ("c/e", ["other": int(1)]),
+            ("other/f", ["n": int(1)]),
+            ("c/a/sub/g", ["n": int(1)]),
+        ]
+    }
+
+    func run(_ filter: SQ.Filter?, orders: [SQ.Order] = [], limit: Int32? = nil, start: Google_Firestore_V1_Cursor? = nil,
+             end: Google_Firestore_V1_Cursor? = nil, limitToLast: Bool = false) -> [String] {
+        var q = SQ()
+        var from = SQ.CollectionSelector()
+        from.collectionID = "c"
+        q.from = [from]
+        if let filter { q.where = filter }
+        q.orderBy = orders
+        if let limit { q.limit = Google_Protobuf_Int32Value(limit) }
+        if let start { q.startAt = start }
+        if let end { q.endAt = end }
+        let engine = LocalQueryEngine(documentsRoot: Self.root, parentPath: "", query: q, limitToLast: limitToLast)
+        return engine.run(documents).map(\.path)
+    }
+
+    @Test func fieldFiltersOfEveryOperator() {
+        #expect(run(field("n", .equal, double(1.0))) == ["c/a"], "1 == 1.0")
+        #expect(run(field("n", .notEqual, int(1))) == ["c/d", "c/b", "c/c"], "existing, non-null, ordered by n (NaN first)")
+        #expect(run(field("n", .lessThan, int(3))) == ["c/a", "c/b"], "NaN never compares")
+        #expect(run(field("n", .lessThanOrEqual, int(3))) == ["c/a", "c/b", "c/c"])
+        #expect(run(field("n", .greaterThan, int(1))) == ["c/b", "c/c"])
+        #expect(run(field("n", .greaterThanOrEqual, double(2.5))) == ["c/b", "c/c"])
+        #expect(run(field("s", .greaterThan, string("a"))) == ["c/a"], "only strings compare with strings")
+        #expect(run(field("tags", .arrayContains, string("z"))) == ["c/b"])
+        #expect(run(field("tags", .arrayContainsAny, array([string("x"), string("z")]))) == ["c/a", "c/b"])
+        #expect(run(field("n", .in, array([int(3), double(2.5)]))) == ["c/b", "c/c"])
+        #expect(run(field("n", .notIn, array([int(3), double(2.5)]))) == ["c/d", "c/a"])
+        #expect(run(field("__name__", .equal, { var v = Value(); v.referenceValue = "\(Self.root)/c/c"; return v }())) == ["c/c"])
+    }
+
+    @Test func unaryAndCompositeFilters() {
+        #expect(run(unary("n", .isNan)) == ["c/d"])
+        #expect(run(unary("s", .isNull)) == ["c/b"])
+        #expect(run(unary("s", .isNotNull)) == ["c/c", "c/a"], "ordered by s")
+        #expect(run(unary("n", .isNotNan)) == ["c/a", "c/b", "c/c"])
+        #expect(run(composite(.and, [field("n", .greaterThan, int(1)), field("s", .equal, string("a"))])) == ["c/c"])
+        #expect(run(composite(.or, [field("n", .equal, int(1)), field("other", .equal, int(1))])) == ["c/a", "c/e"])
+        #expect(run(composite(.or, [field("s", .equal, string("a")), composite(.and, [field("n", .greaterThan, int(0)), field("n", .lessThan, int(2))])]))
+            == ["c/a", "c/c"])
+    }
+
+    @Test func orderCursorsAndLimits() {
+        let byN = [order("n", true)]
+        #expect(run(nil, orders: byN) == ["c/c", "c/b", "c/a", "c/d"], "documents without the field are left out; NaN last descending")
+        #expect(run(nil, orders: byN, limit: 2) == ["c/c", "c/b"])
+        var at = Google_Firestore_V1_Cursor()
+        at.values = [double(2.5)]
+        at.before = true
+        #expect(run(nil, orders: byN, start: at) == ["c/b", "c/a", "c/d"], "startAt includes")
+        at.before = false
+        #expect(run(nil, orders: byN, start: at) == ["c/a", "c/d"], "startAfter excludes")
+        #expect(run(nil, orders: byN, end: at) == ["c/c", "c/b"], "endAt includes")
+        at.before = true
+        #expect(run(nil, orders: byN, end: at) == ["c/c"], "endBefore excludes")
+        // limit(toLast: 2) of ascending n: the wire form orders descending with limit 2; the app sees it reversed.
+        #expect(run(nil, orders: byN, limit: 2, limitToLast: true) == ["c/b", "c/c"])
+        var name = Google_Firestore_V1_Cursor()
+        name.values = [{ var v = Value(); v.referenceValue = "\(Self.root)/c/b"; return v }()]
+        name.before = true
+        #expect(run(nil, start: name) == ["c/b", "c/c", "c/d", "c/e"], "__name__ order and cursor")
+    }
+
+    @Test func collectionGroupsSelectByCollectionID() {
+        var q = SQ()
+        var from = SQ.CollectionSelector()
+        from.collectionID = "sub"
+        from.allDescendants = true
+        q.from = [from]
+        let engine = LocalQueryEngine(documentsRoot: Self.root, parentPath: "", query: q)
+        #expect(engine.run(documents).map(\.path) == ["c/a/sub/g"])
+        let scoped = LocalQueryEngine(documentsRoot: Self.root, parentPath: "c/b", query: q)
+        #expect(scoped.run(documents).isEmpty)
+    }
+
+    @Test func writesApplyLocallyWithEstimatedTransforms() {
+        var write = Google_Firestore_V1_Write()
+        write.update.name = "\(Self.root)/c/a"
+        write.update.fields = ["m": { var v = Value(); v.mapValue.fields = ["k": int(1)]; return v }()]
+        write.updateMask.fieldPaths = ["m.k"]
+        var inc = Google_Firestore_V1_DocumentTransform.FieldTransform()
+        inc.fieldPath = "n"
+        inc.increment = double(0.5)
+        var union = Google_Firestore_V1_DocumentTransform.FieldTransform()
+        union.fieldPath = "tags"
+        union.appendMissingElements.values = [string("x"), string("y")]
+        var now = Google_Firestore_V1_DocumentTransform.FieldTransform()
+        now.fieldPath = "at"
+        now.setToServerValue = .requestTime
+        write.updateTransforms = [inc, union, now]
+        var base = Google_Firestore_V1_Document()
+        base.fields = ["n": int(1), "tags": array([string("x")]), "keep": int(7), "at": string("before")]
+        var time = Google_Protobuf_Timestamp()
+        time.seconds = 42
+        let applied = LocalWriteApplier.apply(write, to: base, name: write.update.name, localWriteTime: time)
+        let fields = applied?.fields ?? [:]
+        #expect(fields["keep"] == int(7), "a masked write keeps other fields")
+        #expect(LocalQueryEngine.field(fields, "m.k") == int(1))
+        #expect(fields["n"] == double(1.5))
+        #expect(fields["tags"] == array([string("x"), string("y")]))
+        let writer = UserDataWriter(databaseName: "projects/p/databases/(default)")
+        #expect(writer.convert(fields)["at"] is NSNull)
+        var estimate = writer
+        estimate.serverTimestampBehavior = .estimate
+        #expect((estimate.convert(fields)["at"] as? Timestamp)?.seconds == 42)
+        var previous = writer
+        previous.serverTimestampBehavior = .previous
+        #expect(previous.convert(fields)["at"] as? String == "before")
+        // A precondition that fails locally leaves the document as it was.
+        var mustExist = write
+        mustExist.currentDocument.exists = true
+        #expect(LocalWriteApplier.apply(mustExist, to: nil, name: write.update.name, localWriteTime: time) == nil)
+    }
+}
