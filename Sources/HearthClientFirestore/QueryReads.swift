@@ -6,6 +6,7 @@ extension Query {
     /// `.server`: `RunQuery` (an error offline); `.cache`: the local engine over the cache;
     /// `.default`: the server, else the cache. Pending writes are applied either way.
     public func getDocuments(source: FirestoreSource) async throws -> QuerySnapshot {
+        if let executionError { throw executionError }
         let engine = firestore.engine
         let local = localEngine
         if source == .server && !engine.networkEnabled {
@@ -43,7 +44,7 @@ extension Query {
     /// `RunQuery` with the wire form.
     func serverDocuments() async throws -> [Google_Firestore_V1_Document] {
         var request = Google_Firestore_V1_RunQueryRequest()
-        request.parent = parentPath.isEmpty ? "\(firestore.databaseName)/documents" : firestore.documentName(parentPath)
+        request.parent = parentName
         request.structuredQuery = structuredQuery
         return try await firestore.call { stub, md in
             try await stub.runQuery(request, metadata: md) { response in

@@ -291,6 +291,10 @@ extension Query {
     public func addSnapshotListener(
         includeMetadataChanges: Bool, listener: @escaping @Sendable (QuerySnapshot?, (any Error)?) -> Void
     ) -> any ListenerRegistration {
+        if let executionError {
+            listener(nil, executionError)
+            return StreamRegistration()
+        }
         var target = Google_Firestore_V1_Target()
         var q = Google_Firestore_V1_Target.QueryTarget()
         q.parent = parentPath.isEmpty ? "\(firestore.databaseName)/documents" : firestore.documentName(parentPath)

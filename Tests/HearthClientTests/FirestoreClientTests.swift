@@ -17,23 +17,7 @@ import HearthFirestoreProto
     }
 
     func withFirestore(_ body: @Sendable @escaping (Firestore, Auth) async throws -> Void) async throws {
-        try await LiveServer.with { ports in
-            var options = HearthOptions(projectID: "demo-hearth")
-            options.authPort = ports["auth"]!
-            options.firestorePort = ports["firestore"]!
-            let name = "firestore-\(UUID().uuidString)"
-            HearthApp.configure(name: name, options: options)
-            let app = HearthApp.app(name: name)!
-            let auth = Auth.auth(app: app, userStore: FileAuthUserStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)))
-            let db = Firestore.firestore(app: app)
-            let settings = db.settings
-            let cacheDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-cache-\(UUID().uuidString)")
-            settings.cacheDirectory = cacheDirectory
-            db.settings = settings
-            defer { try? FileManager.default.removeItem(at: cacheDirectory) }
-            try await body(db, auth)
-            await db.terminate()
-        }
+        try await FirestoreTestTarget.withFirestore(body)
     }
 
     func code(_ error: any Error) -> FirestoreErrorCode? {

@@ -68,6 +68,46 @@ def get(channel, name, metadata=OWNER):
         fs.GetDocumentRequest(name=name), metadata=metadata, timeout=10)
 
 
+def _commit_with_verify(channel, name: str, precondition: common.Precondition, also: write_types.Write | None = None):
+    """`Commit` with a `verify` write (field 5 of `Write`, which google-cloud-firestore's types
+    leave out; the mobile SDKs send it), encoded by hand, and optionally a second write."""
+    pre = common.Precondition.serialize(precondition)
+    verify = b"\x2a" + varint(len(name.encode())) + name.encode() + b"\x22" + varint(len(pre)) + pre
+    body = b"\x0a" + varint(len(ROOT)) + ROOT.encode() + b"\x12" + varint(len(verify)) + verify
+    if also is not None:
+        extra = write_types.Write.serialize(also)
+        body += b"\x12" + varint(len(extra)) + extra
+    return fs.CommitResponse.deserialize(raw_unary(channel, "Commit")(body, metadata=OWNER, timeout=10))
+
+
+def test_verify_writes_check_what_a_transaction_read(channel):
+    """The mobile SDKs' transactions commit a `verify` write for each document read but not
+    written, with the version read as precondition — `exists: false` for a document read as
+    missing. It passes (creating nothing) while the document is missing, fails with
+    ALREADY_EXISTS once it exists; an update-time verify fails once the document changed."""
+    col = new_collection_id("verify")
+    missing, other = f"{DOCS}/{col}/missing", f"{DOCS}/{col}/other"
+    get = unary(channel, "GetDocument", fs.GetDocumentRequest, document.Document)
+    commit = unary(channel, "Commit", fs.CommitRequest, fs.CommitResponse)
+
+    _commit_with_verify(channel, missing, common.Precondition(exists=False), also=doc_write(other, {"n": 1}))
+    with pytest.raises(grpc.RpcError) as e:
+        get(fs.GetDocumentRequest(name=missing), metadata=OWNER, timeout=10)
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND
+    assert get(fs.GetDocumentRequest(name=other), metadata=OWNER, timeout=10).fields["n"].integer_value == 1
+
+    commit(fs.CommitRequest(database=ROOT, writes=[doc_write(missing, {"a": 1})]), metadata=OWNER, timeout=10)
+    with pytest.raises(grpc.RpcError) as e:
+        _commit_with_verify(channel, missing, common.Precondition(exists=False))
+    assert e.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    read_at = get(fs.GetDocumentRequest(name=missing), metadata=OWNER, timeout=10).update_time
+    _commit_with_verify(channel, missing, common.Precondition(update_time=read_at))
+    commit(fs.CommitRequest(database=ROOT, writes=[doc_write(missing, {"a": 2})]), metadata=OWNER, timeout=10)
+    with pytest.raises(grpc.RpcError) as e:
+        _commit_with_verify(channel, missing, common.Precondition(update_time=read_at))
+    assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
 def test_write_stream_exchange(channel):
     col = new_collection_id("ws")
     write = channel.stream_stream(

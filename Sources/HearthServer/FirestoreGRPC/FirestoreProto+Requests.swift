@@ -16,7 +16,8 @@ extension FirestoreProto {
 
     /// One `Write`. A `verify` write becomes a transform-only write with no transforms and an
     /// existence (or update-time) precondition — the engine then changes nothing and only
-    /// checks the document; ``VerifyAwareAuthorizer`` keeps the rules from judging it as an update.
+    /// checks the document — or, for `exists: false`, a delete that must find nothing;
+    /// `VerifySkippingAuthorizer` keeps the rules from judging it as an update or a delete.
     func write(_ w: Google_Firestore_V1_Write, _ at: String) throws(HearthError) -> Write {
         var transforms: [FieldTransform] = []
         for (i, t) in w.updateTransforms.enumerated() {
@@ -49,7 +50,11 @@ extension FirestoreProto {
             let condition: Precondition
             switch pre {
             case .updateTime(let t)?: condition = .updateTime(t)
-            case .exists(false)?: throw .invalidArgument("Invalid value at '\(at)': a verify requires the document to exist.")
+            case .exists(false)?:
+                // "Must not exist" — what the mobile SDKs send for a document a transaction read
+                // as missing and did not write. A delete under that precondition is exactly it:
+                // a no-op on a missing document, ALREADY_EXISTS on an existing one.
+                return Write(path: path, kind: .delete, precondition: .exists(false))
             case .exists(true)?, nil: condition = .exists(true)
             }
             return Write(path: path, kind: .transform, precondition: condition)
