@@ -298,7 +298,7 @@ let package = Package(
             dependencies: [
                 "HearthStorage", "HearthCore", "HearthSQLite", .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: swiftSettings),
+            resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthFilesTests",
             dependencies: ["HearthFiles", "HearthCore", "HearthDocuments", "HearthSQLite", "HearthStorage"],
