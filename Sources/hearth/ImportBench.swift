@@ -137,7 +137,7 @@ struct ImportBench {
         let id = String(format: "d%08d", documents - 1)
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/projects/demo-hearth/databases/(default)/documents/items/\(id)")
         request.headers.add(name: "Authorization", value: "Bearer owner")
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
         _ = try await response.body.collect(upTo: 1 << 20)
         return response.status == .ok
     }
