@@ -87,7 +87,7 @@ package final class DatabaseRepo: Sendable {
         var sessionID: String?
         var frames: (remaining: Int, parts: [String])?
         var transactionQueues: [[String]: [CheckedContinuation<Void, Never>]] = [:]
-        var tokenListener: (any NSObjectProtocol)?
+        var listeningToTokens = false
     }
 
     let state = Mutex(State())
@@ -213,12 +213,15 @@ package final class DatabaseRepo: Sendable {
     }
 
     func registerTokenListener() {
-        guard state.withLock({ $0.tokenListener == nil }) else { return }
-        let listener = Auth.auth(app: app).addIDTokenDidChangeListener { [weak self] _, user in
+        let first = state.withLock { s -> Bool in
+            defer { s.listeningToTokens = true }
+            return !s.listeningToTokens
+        }
+        guard first else { return }
+        Auth.auth(app: app).addIDTokenDidChangeListener { [weak self] _, user in
             guard let self else { return }
             Task { await self.tokenChanged(user) }
         }
-        state.withLock { $0.tokenListener = listener }
     }
 
     func currentToken(forcingRefresh: Bool = false) async -> String? {
