@@ -34,23 +34,32 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
 
     // MARK: Writes
 
-    /// Sends a write and maps the answer to the Apple SDK's error.
-    func write(_ action: String, _ json: Result<DatabaseJSON, DatabaseError>) async throws {
-        let data: DatabaseJSON
-        switch json {
-        case .success(let value): data = value
-        case .failure(let error): throw error.nsError
-        }
-        let reply = await database.repo.request(action, .object([("p", DatabaseRepo.wirePath(path)), ("d", data)]))
-        guard reply.status == "ok" else { throw DatabaseError.server(status: reply.status, message: reply.data.stringValue).nsError }
+    /// Sends a write now (queued in call order while offline); the caller awaits its answer.
+    func submit(_ action: String, _ json: Result<DatabaseJSON, DatabaseError>) -> Result<DatabaseRepo.ReplyBox, DatabaseError> {
+        json.map { data in database.repo.submit(action, .object([("p", DatabaseRepo.wirePath(path)), ("d", data)])) }
     }
 
-    /// Runs `work` and calls `block` with its outcome on the callback queue.
-    func complete(_ block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?, _ work: @escaping @Sendable () async throws -> Void) {
+    /// The Apple SDK's error for a write's answer.
+    static func outcome(_ submitted: Result<DatabaseRepo.ReplyBox, DatabaseError>) async throws {
+        switch submitted {
+        case .failure(let error): throw error.nsError
+        case .success(let box):
+            let reply = await box.value()
+            guard reply.status == "ok" else { throw DatabaseError.server(status: reply.status, message: reply.data.stringValue).nsError }
+        }
+    }
+
+    func write(_ action: String, _ json: Result<DatabaseJSON, DatabaseError>) async throws {
+        try await Self.outcome(submit(action, json))
+    }
+
+    /// Sends a write at once and calls `block` with its outcome on the callback queue.
+    func complete(_ block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?, _ action: String, _ json: Result<DatabaseJSON, DatabaseError>) {
+        let submitted = submit(action, json)
         let queue = database.callbackQueue
         Task {
             do {
-                try await work()
+                try await Self.outcome(submitted)
                 queue.async { block?(nil, self) }
             } catch {
                 queue.async { block?(error, self) }
@@ -84,7 +93,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
 
     public func setValue(_ value: Any?, withCompletionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?) {
         let json = Result { () throws(DatabaseError) in try DatabaseValues.json(value) }
-        complete(block) { try await self.write("p", json) }
+        complete(block, "p", json)
     }
 
     @discardableResult
@@ -98,7 +107,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
 
     public func setValue(_ value: Any?, andPriority priority: Any?, withCompletionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?) {
         let json = Result { () throws(DatabaseError) in try Self.withPriority(value, priority) }
-        complete(block) { try await self.write("p", json) }
+        complete(block, "p", json)
     }
 
     @discardableResult
@@ -112,7 +121,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
     public func setPriority(_ priority: Any?, withCompletionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)? = nil) {
         let json = Result { () throws(DatabaseError) in try DatabaseValues.leaf(priority)?.json ?? .null }
         let target = DatabaseReference(database: database, path: path + [".priority"])
-        complete(block) { try await target.write("p", json) }
+        target.complete(block, "p", json)
     }
 
     /// Writes several children (paths relative to here, `"a/b"` allowed; nil deletes) in one update.
@@ -120,7 +129,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
 
     public func updateChildValues(_ values: [AnyHashable: Any], withCompletionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?) {
         let json = Result { () throws(DatabaseError) in try Self.merge(values) }
-        complete(block) { try await self.write("m", json) }
+        complete(block, "m", json)
     }
 
     @discardableResult
@@ -133,7 +142,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
     public func removeValue() { removeValue(completionBlock: nil) }
 
     public func removeValue(completionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?) {
-        complete(block) { try await self.write("p", .success(.null)) }
+        complete(block, "p", .success(.null))
     }
 
     @discardableResult
@@ -149,7 +158,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
         let json = try encoder.encodeJSON(value)
         var block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?
         if let completion { block = { error, _ in completion(error) } }
-        complete(block) { try await self.write("p", .success(json)) }
+        complete(block, "p", .success(json))
     }
 
     // MARK: onDisconnect
@@ -158,7 +167,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
 
     public func onDisconnectSetValue(_ value: Any?, withCompletionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?) {
         let json = Result { () throws(DatabaseError) in try DatabaseValues.json(value) }
-        complete(block) { try await self.write("o", json) }
+        complete(block, "o", json)
     }
 
     @discardableResult
@@ -170,7 +179,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
 
     public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?) {
         let json = Result { () throws(DatabaseError) in try Self.withPriority(value, priority) }
-        complete(nil) { try await self.write("o", json) }
+        complete(nil, "o", json)
     }
 
     public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) { onDisconnectUpdateChildValues(values, withCompletionBlock: nil) }
@@ -179,7 +188,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
         _ values: [AnyHashable: Any], withCompletionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?
     ) {
         let json = Result { () throws(DatabaseError) in try Self.merge(values) }
-        complete(block) { try await self.write("om", json) }
+        complete(block, "om", json)
     }
 
     @discardableResult
@@ -192,7 +201,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
     public func onDisconnectRemoveValue() { onDisconnectRemoveValue(withCompletionBlock: nil) }
 
     public func onDisconnectRemoveValue(withCompletionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?) {
-        complete(block) { try await self.write("o", .success(.null)) }
+        complete(block, "o", .success(.null))
     }
 
     @discardableResult
@@ -204,7 +213,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
     public func cancelDisconnectOperations() { cancelDisconnectOperations(withCompletionBlock: nil) }
 
     public func cancelDisconnectOperations(withCompletionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?) {
-        complete(block) { try await self.write("oc", .success(.null)) }
+        complete(block, "oc", .success(.null))
     }
 
     @discardableResult

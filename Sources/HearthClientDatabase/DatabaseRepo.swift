@@ -47,9 +47,35 @@ package final class DatabaseRepo: Sendable {
         var isLocal: Bool { path.first == ".info" }
     }
 
+    /// The answer to one request, awaited by whoever sent it.
+    package final class ReplyBox: Sendable {
+        let state = Mutex<(reply: Reply?, waiter: CheckedContinuation<Reply, Never>?)>((nil, nil))
+
+        func resolve(_ reply: Reply) {
+            let waiter = state.withLock { s -> CheckedContinuation<Reply, Never>? in
+                guard s.reply == nil else { return nil }
+                s.reply = reply
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume(returning: reply)
+        }
+
+        package func value() async -> Reply {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { s -> Reply? in
+                    if let reply = s.reply { return reply }
+                    s.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+    }
+
     enum Pending {
         case listen(ListenKey)
-        case reply(CheckedContinuation<Reply, Never>)
+        case reply(ReplyBox)
         case auth
         case none
     }
@@ -202,8 +228,8 @@ package final class DatabaseRepo: Sendable {
             let out = s.inflight[r]!
             if out.resend {
                 requeue.append(out)
-            } else if case .reply(let continuation) = out.pending {
-                continuation.resume(returning: Reply(status: "disconnected", data: .null))
+            } else if case .reply(let box) = out.pending {
+                box.resolve(Reply(status: "disconnected", data: .null))
             }
         }
         s.inflight = [:]
@@ -252,8 +278,8 @@ package final class DatabaseRepo: Sendable {
         guard let outbound = s.outbound else {
             if out.resend {
                 s.outbox.append(out)
-            } else if case .reply(let continuation) = out.pending {
-                continuation.resume(returning: Reply(status: "disconnected", data: .null))
+            } else if case .reply(let box) = out.pending {
+                box.resolve(Reply(status: "disconnected", data: .null))
             }
             return
         }
@@ -290,12 +316,18 @@ package final class DatabaseRepo: Sendable {
         for piece in pieces { outbound.yield(piece) }
     }
 
-    /// Sends a request and waits for its answer (`disconnected` when it cannot be sent).
-    package func request(_ action: String, _ body: DatabaseJSON, resend: Bool = true) async -> Reply {
+    /// Sends a request now (or queues it, in call order, while offline); the box gets its answer
+    /// (`disconnected` when it cannot be sent and is not resent).
+    package func submit(_ action: String, _ body: DatabaseJSON, resend: Bool = true) -> ReplyBox {
         start()
-        return await withCheckedContinuation { continuation in
-            state.withLock { s in send(Outgoing(action: action, body: body, pending: .reply(continuation), resend: resend), &s) }
-        }
+        let box = ReplyBox()
+        state.withLock { s in send(Outgoing(action: action, body: body, pending: .reply(box), resend: resend), &s) }
+        return box
+    }
+
+    /// Sends a request and waits for its answer.
+    package func request(_ action: String, _ body: DatabaseJSON, resend: Bool = true) async -> Reply {
+        await submit(action, body, resend: resend).value()
     }
 
     static func wirePath(_ path: [String]) -> DatabaseJSON { .string("/" + path.joined(separator: "/")) }
@@ -413,7 +445,7 @@ package final class DatabaseRepo: Sendable {
     func handleReply(_ r: Int, _ reply: Reply, _ s: inout State) {
         guard let out = s.inflight.removeValue(forKey: r) else { return }
         switch out.pending {
-        case .reply(let continuation): continuation.resume(returning: reply)
+        case .reply(let box): box.resolve(reply)
         case .listen(let key):
             guard var listen = s.listens[key] else { return }
             if reply.status == "ok" {
