@@ -53,15 +53,15 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
         try await Self.outcome(submit(action, json))
     }
 
-    /// Sends a write at once and calls `block` with its outcome on the callback queue.
+    /// Sends a write at once and calls `block` with its outcome on the callback queue, in the
+    /// order the answers arrive.
     func complete(_ block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?, _ action: String, _ json: Result<DatabaseJSON, DatabaseError>) {
-        let submitted = submit(action, json)
         let queue = database.callbackQueue
-        Task {
-            do {
-                try await Self.outcome(submitted)
-                queue.async { block?(nil, self) }
-            } catch {
+        switch submit(action, json) {
+        case .failure(let error): queue.async { block?(error.nsError, self) }
+        case .success(let box):
+            box.whenResolved { reply in
+                let error = reply.status == "ok" ? nil : DatabaseError.server(status: reply.status, message: reply.data.stringValue).nsError
                 queue.async { block?(error, self) }
             }
         }

@@ -49,16 +49,25 @@ package final class DatabaseRepo: Sendable {
 
     /// The answer to one request, awaited by whoever sent it.
     package final class ReplyBox: Sendable {
-        let state = Mutex<(reply: Reply?, waiter: CheckedContinuation<Reply, Never>?)>((nil, nil))
+        struct State {
+            var reply: Reply?
+            var waiter: CheckedContinuation<Reply, Never>?
+            var handler: (@Sendable (Reply) -> Void)?
+        }
 
+        let state = Mutex(State())
+
+        /// Called in the order replies arrive (inside the repo's lock): handlers run at once,
+        /// so completion blocks are queued in that order.
         func resolve(_ reply: Reply) {
-            let waiter = state.withLock { s -> CheckedContinuation<Reply, Never>? in
-                guard s.reply == nil else { return nil }
+            let (waiter, handler) = state.withLock { s -> (CheckedContinuation<Reply, Never>?, (@Sendable (Reply) -> Void)?) in
+                guard s.reply == nil else { return (nil, nil) }
                 s.reply = reply
-                defer { s.waiter = nil }
-                return s.waiter
+                defer { (s.waiter, s.handler) = (nil, nil) }
+                return (s.waiter, s.handler)
             }
             waiter?.resume(returning: reply)
+            handler?(reply)
         }
 
         package func value() async -> Reply {
@@ -70,6 +79,16 @@ package final class DatabaseRepo: Sendable {
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
+        }
+
+        /// Runs `handler` with the reply when it arrives (at once if it has).
+        package func whenResolved(_ handler: @escaping @Sendable (Reply) -> Void) {
+            let ready = state.withLock { s -> Reply? in
+                if let reply = s.reply { return reply }
+                s.handler = handler
+                return nil
+            }
+            if let ready { handler(ready) }
         }
     }
 
@@ -540,6 +559,7 @@ package final class DatabaseRepo: Sendable {
     /// The events every observer of a listen is owed now; queued on the callback queue in order.
     func raise(_ key: ListenKey, _ s: inout State, only handle: UInt? = nil) {
         guard var listen = s.listens[key], listen.complete else { return }
+        var owed: [(rank: Int, event: DatabaseEvent, onEvent: @Sendable (DatabaseEvent) -> Void)] = []
         for h in listen.observers.keys.sorted() where handle == nil || handle == h {
             guard var observer = listen.observers[h] else { continue }
             let view = observer.params.view(listen.cache)
@@ -552,11 +572,24 @@ package final class DatabaseRepo: Sendable {
                 listen.observers.removeValue(forKey: h)
                 s.handles.removeValue(forKey: h)
             }
-            let onEvent = observer.onEvent
-            for event in events { callbackQueue.async { onEvent(event) } }
+            owed += events.map { (Self.rank(of: $0.type), $0, observer.onEvent) }
         }
         s.listens[key] = listen
+        // Firebase's order across observers: removed, added, moved, changed, then value.
+        for (_, event, onEvent) in owed.enumerated().sorted(by: { ($0.element.rank, $0.offset) < ($1.element.rank, $1.offset) }).map(\.element) {
+            callbackQueue.async { onEvent(event) }
+        }
         unlistenIfUnused(key, &s)
+    }
+
+    static func rank(of type: DataEventType) -> Int {
+        switch type {
+        case .childRemoved: 0
+        case .childAdded: 1
+        case .childMoved: 2
+        case .childChanged: 3
+        case .value: 4
+        }
     }
 
     func cancel(_ key: ListenKey, _ error: DatabaseError, _ s: inout State) {
