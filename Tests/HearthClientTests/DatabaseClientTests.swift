@@ -5,6 +5,7 @@ import Testing
 import HearthClientAuth
 import HearthClientCore
 @testable import HearthClientDatabase
+import HearthClientStorage
 
 /// The Realtime Database client against a live Hearth database port (the WebSocket protocol):
 /// events, queries, onDisconnect, transactions under contention, rules, auth, reconnects.
@@ -376,4 +377,75 @@ import HearthClientCore
             await #expect(throws: NSError.self) { try await stats.setValue(Date()) }
         }
     }
+
+    /// Drift's flow: a bottle created in the database first (push id), its media uploaded to
+    /// Storage under `bottles/{bottleId}/…`, only the Storage paths kept in the database; chat
+    /// messages by push key with their media beside them; the reader finds the files by path.
+    @Test func driftBottleFlow() async throws {
+        try await LiveServer.with(configure: { config, dir in
+            let file = dir.appendingPathComponent("storage.rules")
+            try """
+                rules_version = '2';
+                service firebase.storage {
+                  match /b/{bucket}/o {
+                    match /bottles/{rest=**} { allow read, write: if request.auth != null; }
+                  }
+                }
+                """.write(to: file, atomically: true, encoding: .utf8)
+            config.storageRulesFile = file.path
+        }) { ports in
+            var options = HearthOptions(projectID: "demo-hearth")
+            options.authPort = ports["auth"]!
+            options.databasePort = ports["database"]!
+            options.storagePort = ports["storage"]!
+            let name = "drift-\(UUID().uuidString)"
+            HearthApp.configure(name: name, options: options)
+            let app = HearthApp.app(name: name)!
+            let auth = Auth.auth(app: app, userStore: FileAuthUserStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)))
+            let uid = try await auth.signInAnonymously().user.uid
+            let database = Database.database(app: app)
+            let storage = Storage.storage(app: app)
+
+            // 1. the bottle exists in the database first
+            let bottle = database.reference().child("bottles").childByAutoId()
+            let bottleId = try #require(bottle.key)
+            try await bottle.setValue(["owner": uid, "createdAt": ServerValue.timestamp(), "state": "floating"])
+            // 2-4. media under bottles/{bottleId}/content/, the paths (not URLs) in the database
+            let imagePath = "bottles/\(bottleId)/content/message_image.jpg"
+            let image = Data((0..<4096).map { UInt8($0 % 253) })
+            let metadata = StorageMetadata()
+            metadata.contentType = "image/jpeg"
+            _ = try await storage.reference(withPath: imagePath).putDataAsync(image, metadata: metadata)
+            try await bottle.child("content").updateChildValues(["image_path": imagePath, "text": "hello sea"])
+
+            // chat: a message id from the push key, its media beside it, seen by a listener
+            let seen = Log()
+            bottle.child("chat").queryOrderedByKey().observe(.childAdded) { snapshot in
+                seen.add((snapshot.childSnapshot(forPath: "image_path").value as? String) ?? "")
+            }
+            let message = bottle.child("chat").childByAutoId()
+            let chatImagePath = "bottles/\(bottleId)/chat/\(message.key!)/image.jpg"
+            _ = try await storage.reference(withPath: chatImagePath).putDataAsync(Data("chat".utf8), metadata: metadata)
+            try await message.setValue(["from": uid, "image_path": chatImagePath])
+            try await seen.wait(for: 1)
+            #expect(seen.all == [chatImagePath])
+
+            // the reader: paths from the database, bytes from Storage
+            let snapshot = try await bottle.getData()
+            let storedPath = try #require(snapshot.childSnapshot(forPath: "content/image_path").value as? String)
+            #expect(try await storage.reference(withPath: storedPath).data(maxSize: 1 << 20) == image)
+            #expect(snapshot.childSnapshot(forPath: "createdAt").value is Int)
+            let chatPath = try #require(snapshot.childSnapshot(forPath: "chat/\(message.key!)/image_path").value as? String)
+            #expect(try await storage.reference(withPath: chatPath).data(maxSize: 1 << 20) == Data("chat".utf8))
+            // the bottle expires: marked in a transaction only if still floating
+            let (committed, after) = try await bottle.child("state").runTransactionBlock { current in
+                guard current.value as? String == "floating" else { return .abort() }
+                current.value = "expired"
+                return .success(withValue: current)
+            }
+            #expect(committed)
+            #expect(after.value as? String == "expired")
+        }
+    }
 }
+
