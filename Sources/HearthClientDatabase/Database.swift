@@ -130,7 +130,9 @@ public final class Database: Sendable {
     public var isPersistenceEnabled: Bool {
         get { settings.withLock { $0.persistenceEnabled } }
         set {
-            if newValue { Self.logger.warning("Database.isPersistenceEnabled: this SDK has no disk persistence; offline writes are kept in memory only") }
+            if newValue {
+                Self.logger.warning("Database.isPersistenceEnabled: this SDK has no disk persistence; offline writes are kept in memory only")
+            }
         }
     }
 

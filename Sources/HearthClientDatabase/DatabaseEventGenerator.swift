@@ -46,7 +46,8 @@ package enum DatabaseEventGenerator {
         case .childChanged:
             for child in newOrdered {
                 guard let before = oldChildren[child.key], before != child.node else { continue }
-                events.append(DatabaseEvent(type: .childChanged, childKey: child.key, node: child.node, previousSiblingKey: previous[child.key] ?? nil))
+                events.append(
+                    DatabaseEvent(type: .childChanged, childKey: child.key, node: child.node, previousSiblingKey: previous[child.key] ?? nil))
             }
         case .value: break
         }

@@ -107,7 +107,9 @@ public class DatabaseQuery: @unchecked Sendable {
 
     /// Child events with the key of the sibling before the child in the query's order (nil: first).
     @discardableResult
-    public func observe(_ eventType: DataEventType, andPreviousSiblingKeyWith block: @escaping @Sendable (DataSnapshot, String?) -> Void) -> DatabaseHandle {
+    public func observe(
+        _ eventType: DataEventType, andPreviousSiblingKeyWith block: @escaping @Sendable (DataSnapshot, String?) -> Void
+    ) -> DatabaseHandle {
         register(eventType, once: false, block: block, cancel: nil)
     }
 
@@ -131,7 +133,9 @@ public class DatabaseQuery: @unchecked Sendable {
         _ = register(eventType, once: true, block: { snapshot, _ in block(snapshot) }, cancel: cancelBlock)
     }
 
-    public func observeSingleEvent(of eventType: DataEventType, andPreviousSiblingKeyWith block: @escaping @Sendable (DataSnapshot, String?) -> Void) {
+    public func observeSingleEvent(
+        of eventType: DataEventType, andPreviousSiblingKeyWith block: @escaping @Sendable (DataSnapshot, String?) -> Void
+    ) {
         _ = register(eventType, once: true, block: block, cancel: nil)
     }
 

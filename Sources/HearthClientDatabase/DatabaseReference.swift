@@ -105,7 +105,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
 
     public func setValue(_ value: Any?, andPriority priority: Any?) { setValue(value, andPriority: priority, withCompletionBlock: nil) }
 
-    public func setValue(_ value: Any?, andPriority priority: Any?, withCompletionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?) {
+    public func setValue(
+        _ value: Any?, andPriority priority: Any?, withCompletionBlock block: (@Sendable ((any Error)?, DatabaseReference) -> Void)?
+    ) {
         let json = Result { () throws(DatabaseError) in try Self.withPriority(value, priority) }
         complete(block, "p", json)
     }
