@@ -9,7 +9,7 @@ import HearthClientStorage
 
 /// The Realtime Database client against a live Hearth database port (the WebSocket protocol):
 /// events, queries, onDisconnect, transactions under contention, rules, auth, reconnects.
-@Suite(.serialized) struct DatabaseClientTests {
+@Suite(.serialized, .timeLimit(.minutes(2))) struct DatabaseClientTests {
     static let rules = """
         {
           "rules": {
