@@ -397,10 +397,10 @@ package final class DatabaseRepo: Sendable {
             try handleControl(control, data["d"] ?? .null, &s)
         case "d":
             if let r = data["r"] {
-                guard let number = r.numberValue, let body = data["b"], let status = body["s"]?.stringValue else {
+                guard let number = r.numberValue, let request = Int(exactly: number), let body = data["b"], let status = body["s"]?.stringValue else {
                     throw .malformedMessage("A response without a request number or status.")
                 }
-                handleReply(Int(number), Reply(status: status, data: body["d"] ?? .null), &s)
+                handleReply(request, Reply(status: status, data: body["d"] ?? .null), &s)
             } else if let action = data["a"]?.stringValue, let body = data["b"] {
                 try handlePush(action, body, &s)
             } else {
@@ -499,8 +499,9 @@ package final class DatabaseRepo: Sendable {
             guard let path = body["p"]?.stringValue, let data = body["d"] else { throw .malformedMessage("A data push without a path or data.") }
             if action == "m", case .object = data {} else if action == "m" { throw .malformedMessage("A merge push whose data is not an object.") }
             let pushPath = DatabaseValues.segments(path)
-            if let tagValue = body["t"], case .number(let tag) = tagValue {
-                guard let key = s.tags[Int(tag)] else { return }  // a listen removed meanwhile
+            if let tagValue = body["t"], case .number(let number) = tagValue {
+                guard let tag = Int(exactly: number) else { throw .malformedMessage("A push with an invalid tag.") }
+                guard let key = s.tags[tag] else { return }  // a listen removed meanwhile
                 apply(action, at: pushPath, data, to: key, &s)
             } else {
                 for (key, listen) in s.listens where listen.tag == nil && !listen.isLocal {

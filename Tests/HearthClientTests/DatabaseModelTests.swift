@@ -162,7 +162,9 @@ import HearthClientCore
         try await databaseEventually { errors.withLock { $0.count } == 2 }
         #expect(errors.withLock { $0.allSatisfy { $0.domain == DatabaseErrorDomain && $0.code == 9999 } })
         // every other kind of unreadable text is refused the same way, never a crash
-        for text in ["not json", "[]", #"{"t":"x","d":{}}"#, #"{"t":"d","d":{"r":1}}"#, #"{"t":"d","d":{"a":"m","b":{"p":"a","d":3}}}"#, #"{"t":"c","d":{}}"#] {
+        for text in ["not json", "[]", #"{"t":"x","d":{}}"#, #"{"t":"d","d":{"r":1}}"#, #"{"t":"d","d":{"a":"m","b":{"p":"a","d":3}}}"#, #"{"t":"c","d":{}}"#,
+            #"{"t":"d","d":{"r":1e300,"b":{"s":"ok"}}}"#, #"{"t":"d","d":{"a":"d","b":{"p":"a","d":1,"t":1.5}}}"#,
+        ] {
             #expect(!repo.receive(text, generation: 0))
         }
         // counted frames are joined before parsing
