@@ -332,6 +332,16 @@ import HearthClientStorage
             // the listen was re-established: another client's write arrives
             try await other.database.reference(withPath: "queue/zz").setValue("late")
             try await databaseEventually { seen.all.contains("zz=late") }
+
+            // a dropped socket (not goOffline): reconnected after the backoff, listens re-sent
+            let connected = Log()
+            client.database.reference(withPath: ".info/connected").observe(.value) { s in connected.add("\(s.value as? Bool ?? false)") }
+            try await databaseEventually { connected.all.last == "true" }
+            client.database.repo.state.withLock { s in s.outbound?.finish() }
+            try await databaseEventually("disconnected") { connected.all.contains("false") }
+            try await databaseEventually("reconnected") { connected.all.last == "true" }
+            try await other.database.reference(withPath: "queue/zzz").setValue("after drop")
+            try await databaseEventually { seen.all.contains("zzz=after drop") }
         }
     }
 
