@@ -388,6 +388,32 @@ import HearthClientStorage
         }
     }
 
+    /// `useEmulator(withHost:port:)`, `database(url:)` with a Hearth URL and `?ns=`, and references' URLs.
+    @Test func emulatorSettingsAndNamespaces() async throws {
+        try await withServer { ports in
+            var options = HearthOptions(projectID: "demo-hearth")
+            options.databasePort = 1  // wrong on purpose: useEmulator decides
+            let name = "emulator-\(UUID().uuidString)"
+            HearthApp.configure(name: name, options: options)
+            let app = HearthApp.app(name: name)!
+            _ = Auth.auth(app: app, userStore: FileAuthUserStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)))
+            let database = Database.database(app: app)
+            #expect(Database.database(app: app) === database)
+            database.useEmulator(withHost: "127.0.0.1", port: ports["database"]!)
+            let ref = database.reference(withPath: "/greeting/")
+            #expect(ref.url == "https://demo-hearth-default-rtdb.firebaseio.com/greeting")
+            try await ref.setValue("hello")
+            #expect(try await ref.getData().value as? String == "hello")
+            // another namespace on the same server, by URL
+            let other = Database.database(app: app, url: "http://127.0.0.1:\(ports["database"]!)?ns=other-db")
+            #expect(other !== database)
+            #expect(try await other.reference(withPath: "greeting").getData().exists() == false)
+            try await other.reference(withPath: "greeting").setValue("bonjour")
+            #expect(try await ref.getData().value as? String == "hello")
+            #expect(other.reference().child("a b").url == "http://127.0.0.1:\(ports["database"]!)/a%20b?ns=other-db")
+        }
+    }
+
     /// Drift's flow: a bottle created in the database first (push id), its media uploaded to
     /// Storage under `bottles/{bottleId}/…`, only the Storage paths kept in the database; chat
     /// messages by push key with their media beside them; the reader finds the files by path.
