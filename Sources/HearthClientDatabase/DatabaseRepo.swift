@@ -133,6 +133,7 @@ package final class DatabaseRepo: Sendable {
         var frames: (remaining: Int, parts: [String])?
         var transactionQueues: [[String]: [CheckedContinuation<Void, Never>]] = [:]
         var listeningToTokens = false
+        var tokenSequence = 0
     }
 
     let state = Mutex(State())
@@ -265,7 +266,12 @@ package final class DatabaseRepo: Sendable {
         guard first else { return }
         Auth.auth(app: app).addIDTokenDidChangeListener { [weak self] _, user in
             guard let self else { return }
-            Task { await self.tokenChanged(user) }
+            // Numbered as they come, so a slow token fetch never overrides a later change.
+            let sequence = self.state.withLock { s -> Int in
+                s.tokenSequence += 1
+                return s.tokenSequence
+            }
+            Task { await self.tokenChanged(user, sequence: sequence) }
         }
     }
 
@@ -275,9 +281,10 @@ package final class DatabaseRepo: Sendable {
     }
 
     /// A new ID token, sign-in or sign-out: `auth` with the new token or `unauth` on the open socket.
-    func tokenChanged(_ user: User?) async {
+    func tokenChanged(_ user: User?, sequence: Int) async {
         let token: String? = if let user { try? await user.getIDToken() } else { nil }
         state.withLock { s in
+            guard sequence == s.tokenSequence else { return }
             s.token = token
             guard s.outbound != nil, token != s.sentToken else { return }
             s.sentToken = token
