@@ -173,6 +173,17 @@ public class DatabaseQuery: @unchecked Sendable {
 
     /// The server's current data for the query (one `g` request); throws the server's refusal.
     public func getData() async throws -> DataSnapshot {
+        let cached = database.repo.cachedWhileOffline(path: path, params: params)
+        if cached.offline {
+            // As the Apple SDK: offline, answer from a listened location's data or fail at once.
+            guard let node = cached.node else {
+                throw DatabaseError.server(
+                    status: "unavailable",
+                    message: "Unable to get latest value for query \(ref.url), client offline with no active listeners and no matching disk cache entries"
+                ).nsError
+            }
+            return DataSnapshot(node: params.view(node), ref: ref, index: params.index)
+        }
         let reply = await database.repo.request("g", .object([("p", DatabaseRepo.wirePath(path)), ("q", params.wire ?? .object([]))]))
         guard reply.status == "ok" else { throw DatabaseError.server(status: reply.status, message: reply.data.stringValue).nsError }
         return DataSnapshot(node: params.view(DatabaseNode(json: reply.data)), ref: ref, index: params.index)

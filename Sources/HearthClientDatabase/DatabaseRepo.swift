@@ -698,6 +698,19 @@ package final class DatabaseRepo: Sendable {
         send(Outgoing(action: "n", body: .object(body), pending: .none, resend: false), &s)
     }
 
+    /// `getData` after `goOffline()`: the data of an active listen for the same query (or the
+    /// location's default listen) when it has complete data, else nil. While online (or
+    /// reconnecting) the request goes to the server.
+    package func cachedWhileOffline(path: [String], params: DatabaseQueryParams) -> (offline: Bool, node: DatabaseNode?) {
+        state.withLock { s in
+            guard !s.wantOnline else { return (false, nil) }
+            let (key, _) = Self.key(path, params)
+            if let listen = s.listens[key], listen.complete { return (true, listen.cache) }
+            if let listen = s.listens[ListenKey(path: path, query: "default")], listen.complete { return (true, listen.cache) }
+            return (true, nil)
+        }
+    }
+
     // MARK: .info
 
     func infoNode(_ s: inout State) -> DatabaseNode {

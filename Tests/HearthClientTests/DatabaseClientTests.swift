@@ -324,6 +324,10 @@ import HearthClientStorage
             list.child("w1").setValue(10) { error, _ in acknowledged.add(error == nil ? "ok-last" : "error-last") }
             try await Task.sleep(for: .milliseconds(300))
             #expect(acknowledged.all.isEmpty)
+            // getData offline: a listened location answers from its data, others fail at once
+            #expect(try await list.getData().childSnapshots.map(\.key) == ["first"])
+            let offlineRead = await Self.code { _ = try await client.database.reference(withPath: "elsewhere").getData() }
+            #expect(offlineRead?.0 == DatabaseErrorDomain && offlineRead?.1 == 2)
             #expect(try await other.database.reference(withPath: "queue/w1").getData().exists() == false)
             client.database.goOnline()
             try await acknowledged.wait(for: 6)
