@@ -38,7 +38,17 @@ import HearthClientStorage
         HearthApp.configure(name: name, options: options)
         let app = HearthApp.app(name: name)!
         let auth = Auth.auth(app: app, userStore: FileAuthUserStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)))
-        return Client(database: Database.database(app: app), auth: auth)
+        let database = Database.database(app: app)
+        opened.withLock { $0.append(database) }
+        return Client(database: database, auth: auth)
+    }
+
+    /// The databases a test opened: taken offline when it ends, so no socket keeps retrying a
+    /// server that is gone.
+    static let opened = Mutex<[Database]>([])
+
+    static func closeOpened() {
+        for database in opened.withLock({ opened in defer { opened = [] }; return opened }) { database.goOffline() }
     }
 
     func withServer(rules: String? = nil, _ body: @Sendable @escaping ([String: Int]) async throws -> Void) async throws {
@@ -48,7 +58,10 @@ import HearthClientStorage
                 try rules.write(to: file, atomically: true, encoding: .utf8)
                 config.databaseRulesFile = file.path
             }
-        }, body)
+        }) { ports in
+            defer { Self.closeOpened() }
+            try await body(ports)
+        }
     }
 
     /// What observers saw, as short strings ("added a prev:nil").
@@ -213,13 +226,19 @@ import HearthClientStorage
 
     @Test func transactionsUnderContentionCountEveryIncrement() async throws {
         try await withServer { ports in
-            let clients = (0..<5).map { _ in Self.client(ports) }
+            // 5 tasks × 10 increments over two sockets: each client runs its transactions on one
+            // path one at a time (as the SDKs queue them), the two clients race each other and the
+            // loser of each round runs again on the value the server pushed.
+            let clients = (0..<2).map { _ in Self.client(ports) }
+            let runs = Log()
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for client in clients {
+                for task in 0..<5 {
+                    let client = clients[task % 2]
                     group.addTask {
                         let counter = client.database.reference(withPath: "counters/likes")
                         for _ in 0..<10 {
                             let (committed, snapshot) = try await counter.runTransactionBlock { current in
+                                runs.add("run")
                                 current.value = (current.value as? Int ?? 0) + 1
                                 return TransactionResult.success(withValue: current)
                             }
@@ -232,6 +251,7 @@ import HearthClientStorage
             }
             let total = try await clients[0].database.reference(withPath: "counters/likes").getData()
             #expect(total.value as? Int == 50)
+            #expect(runs.all.count >= 50)
 
             // abort leaves the data alone; children and priorities go through MutableData
             let post = clients[1].database.reference(withPath: "posts/p1")
@@ -402,6 +422,7 @@ import HearthClientStorage
             let app = HearthApp.app(name: name)!
             _ = Auth.auth(app: app, userStore: FileAuthUserStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)))
             let database = Database.database(app: app)
+            Self.opened.withLock { $0.append(database) }
             #expect(Database.database(app: app) === database)
             database.useEmulator(withHost: "127.0.0.1", port: ports["database"]!)
             let ref = database.reference(withPath: "/greeting/")
@@ -410,6 +431,7 @@ import HearthClientStorage
             #expect(try await ref.getData().value as? String == "hello")
             // another namespace on the same server, by URL
             let other = Database.database(app: app, url: "http://127.0.0.1:\(ports["database"]!)?ns=other-db")
+            Self.opened.withLock { $0.append(other) }
             #expect(other !== database)
             #expect(try await other.reference(withPath: "greeting").getData().exists() == false)
             try await other.reference(withPath: "greeting").setValue("bonjour")
@@ -444,6 +466,8 @@ import HearthClientStorage
             let auth = Auth.auth(app: app, userStore: FileAuthUserStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)))
             let uid = try await auth.signInAnonymously().user.uid
             let database = Database.database(app: app)
+            Self.opened.withLock { $0.append(database) }
+            defer { Self.closeOpened() }
             let storage = Storage.storage(app: app)
 
             // 1. the bottle exists in the database first
