@@ -237,7 +237,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .target(
-            name: "HearthClient", dependencies: ["HearthClientCore", "HearthClientAuth", "HearthClientStorage", "HearthClientFirestore"],
+            name: "HearthClientDatabase",
+            dependencies: [
+                "HearthClientCore", "HearthClientAuth",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "HearthClient",
+            dependencies: ["HearthClientCore", "HearthClientAuth", "HearthClientStorage", "HearthClientFirestore", "HearthClientDatabase"],
             swiftSettings: swiftSettings),
         // The MakeItSo task app's flow on Linux, written against HearthClient (run by tests/conformance/test_makeitso_example.py).
         .executableTarget(name: "makeitso-cli", dependencies: ["HearthClient"], path: "examples/makeitso-cli/Sources/MakeItSo", swiftSettings: swiftSettings),

@@ -4,3 +4,4 @@
 @_exported import HearthClientAuth
 @_exported import HearthClientStorage
 @_exported import HearthClientFirestore
+@_exported import HearthClientDatabase
