@@ -261,7 +261,9 @@ import HearthFirestoreProto
                 for _ in 0..<5 {
                     group.addTask {
                         for _ in 0..<10 {
-                            _ = try await db.runTransaction({ transaction, errorPointer in
+                            // Five contenders on one document: the default 5 attempts can all
+                            // lose on a loaded machine (as in the Apple SDK), so allow more.
+                            _ = try await db.runTransaction(options: TransactionOptions(maxAttempts: 25), { transaction, errorPointer in
                                 _ = attempts.increment()
                                 let snapshot: DocumentSnapshot
                                 do {
