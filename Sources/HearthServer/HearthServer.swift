@@ -108,7 +108,9 @@ public struct HearthServer: Sendable {
         let tokens = TokenService(
             projectID: configuration.project, keyRing: ring, allowUnsigned: configuration.emulator, customTokenSigners: signers,
             clockSkew: 60)
-        return AuthEngine(store: store, tokens: tokens, configuration: configuration.auth)
+        let engine = AuthEngine(store: store, tokens: tokens, configuration: configuration.auth)
+        try await engine.applyStoredSettings()
+        return engine
     }
 
     /// How a port speaks HTTP (``transport(_:)`` adds TLS and the forwarded-header rules).

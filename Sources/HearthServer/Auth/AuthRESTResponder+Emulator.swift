@@ -41,7 +41,7 @@ extension AuthRESTResponder {
             }
             if let privacy = body["emailPrivacyConfig"] {
                 let p = try AuthRequestBody.nested(privacy, "emailPrivacyConfig", allowed: ["enableImprovedEmailPrivacy"])
-                if let on = try p.bool("enableImprovedEmailPrivacy") { engine.setEmailEnumerationProtection(on) }
+                if let on = try p.bool("enableImprovedEmailPrivacy") { try await engine.saveEmailEnumerationProtection(on) }
             }
             return emulatorConfig()
         default:
