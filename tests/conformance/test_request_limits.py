@@ -152,8 +152,9 @@ def test_storage_upload_over_the_object_limit_is_413_json(srv, monkeypatch):
     client = storage.Client(project=PROJECT, credentials=AnonymousCredentials())
     bucket = client.bucket(BUCKET)
     name = f"big-{uuid.uuid4().hex[:8]}.bin"
-    with pytest.raises(gexc.RequestEntityTooLarge):
+    with pytest.raises(gexc.GoogleAPICallError) as e:
         bucket.blob(name).upload_from_string(b"x" * (OBJECT_LIMIT + 1), retry=None)
+    assert e.value.code == 413, e.value
     assert bucket.get_blob(name) is None
     bucket.blob(name).upload_from_string(b"x" * OBJECT_LIMIT)
     assert bucket.get_blob(name).size == OBJECT_LIMIT

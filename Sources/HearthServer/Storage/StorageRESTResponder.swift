@@ -56,7 +56,7 @@ public struct StorageRESTResponder: HTTPResponder {
             }
             return HTTPSupport.googleError(e)
         } catch let e as RequestTooLarge {
-            // Cloud Storage's 413, in its JSON error shape (google-cloud-storage: RequestEntityTooLarge).
+            // Cloud Storage's 413, in its JSON error shape (google-cloud-storage: a GoogleAPICallError with code 413).
             let message = e.subject == .body
                 ? "The metadata body is larger than the limit of \(e.limit) bytes."
                 : "The object is larger than the limit of \(e.limit) bytes."
