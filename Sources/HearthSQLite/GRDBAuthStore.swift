@@ -79,6 +79,13 @@ public final class GRDBAuthStore: AuthStore {
                     resource TEXT NOT NULL);
                 """)
         }
+        m.registerMigration("hearth-auth-v4-project-settings") { db in
+            try db.execute(sql: """
+                CREATE TABLE auth_project_settings(
+                    id INTEGER PRIMARY KEY NOT NULL CHECK (id = 1),
+                    email_enumeration_protection INTEGER);
+                """)
+        }
         return m
     }
 
@@ -295,6 +302,20 @@ public final class GRDBAuthStore: AuthStore {
 
         func deleteProviderConfig(id: String) throws {
             try db.execute(sql: "DELETE FROM auth_provider_configs WHERE provider_id = ?", arguments: [id])
+        }
+
+        func projectSettings() throws -> AuthProjectSettings {
+            guard let row = try Row.fetchOne(db, sql: "SELECT email_enumeration_protection FROM auth_project_settings WHERE id = 1") else {
+                return AuthProjectSettings()
+            }
+            let protection: Int64? = row["email_enumeration_protection"]
+            return AuthProjectSettings(emailEnumerationProtection: protection.map { $0 != 0 })
+        }
+
+        func saveProjectSettings(_ settings: AuthProjectSettings) throws {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO auth_project_settings(id, email_enumeration_protection) VALUES (1, ?)",
+                arguments: [settings.emailEnumerationProtection.map { $0 ? 1 : 0 }])
         }
 
         func insertRefreshToken(_ r: RefreshTokenRecord) throws {

@@ -40,7 +40,7 @@ extension HearthServer {
             "database",
             DatabaseRESTResponder(
                 engine: database, authenticator: authenticator, project: configuration.project, logger: logger,
-                emulator: configuration.emulator),
+                emulator: configuration.emulator, maxBody: configuration.limits.requestBytes(.database)),
             ready, server: sockets.transport)
     }
 }

@@ -108,10 +108,17 @@ public struct HearthServer: Sendable {
         let tokens = TokenService(
             projectID: configuration.project, keyRing: ring, allowUnsigned: configuration.emulator, customTokenSigners: signers,
             clockSkew: 60)
-        return AuthEngine(store: store, tokens: tokens, configuration: configuration.auth)
+        let engine = AuthEngine(store: store, tokens: tokens, configuration: configuration.auth)
+        try await engine.applyStoredSettings()
+        return engine
     }
 
     /// How a port speaks HTTP (``transport(_:)`` adds TLS and the forwarded-header rules).
+    ///
+    /// Every HTTP/1.1 port ends a connection safely after a refusal sent before the request body
+    /// arrived (``EarlyRefusalHandler``: a `Content-Length` over `--max-request-bytes` is answered
+    /// from the headers); request heads are bounded by Hummingbird's decoder (80 KiB of header
+    /// fields, 1000 fields: larger heads get 400 and the connection closes).
     enum Transport: Sendable {
         /// HTTP/1.1 with `Expect: 100-continue` answered at once.
         case http1
@@ -165,7 +172,9 @@ public struct HearthServer: Sendable {
                 secured(
                     HTTP1Channel(
                         responder: responder,
-                        configuration: .init(additionalChannelHandlers: [ForwardedHeadersHandler(policy: policy), ExpectContinueHandler()])),
+                        configuration: .init(additionalChannelHandlers: [
+                            ForwardedHeadersHandler(policy: policy), ExpectContinueHandler(), EarlyRefusalHandler(),
+                        ])),
                     .http1)
             }
         case .http1WebSocket(let webSocket, let shouldUpgrade):
@@ -173,7 +182,7 @@ public struct HearthServer: Sendable {
                 secured(
                     HTTP1WebSocketUpgradeChannel(
                         responder: responder, configuration: webSocket,
-                        additionalChannelHandlers: { [ForwardedHeadersHandler(policy: policy), ExpectContinueHandler()] },
+                        additionalChannelHandlers: { [ForwardedHeadersHandler(policy: policy), ExpectContinueHandler(), EarlyRefusalHandler()] },
                         shouldUpgrade: shouldUpgrade),
                     .http1)
             }
@@ -192,7 +201,9 @@ public struct HearthServer: Sendable {
                 secured(
                     SniffingHTTPChannel(
                         responder: responder,
-                        http1: .init(additionalChannelHandlers: [ForwardedHeadersHandler(policy: policy), ExpectContinueHandler()]),
+                        http1: .init(additionalChannelHandlers: [
+                            ForwardedHeadersHandler(policy: policy), ExpectContinueHandler(), EarlyRefusalHandler(),
+                        ]),
                         forwarded: policy),
                     .h2AndHTTP1)
             }
@@ -216,7 +227,8 @@ public struct HearthServer: Sendable {
         let storage = StorageRESTResponder(
             store: objects, authenticator: authenticator,
             security: StorageSecurity(rules: storageRules, emulator: configuration.emulator, documents: engine, logger: logger),
-            project: configuration.project, logger: logger)
+            project: configuration.project, logger: logger, maxObjectBytes: configuration.limits.objectBytes,
+            maxRequestBytes: configuration.limits.requestBytes(.storage))
         let outbox = Outbox(
             directory: URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("outbox"), smtp: configuration.smtp,
             appName: configuration.project, logger: logger)
@@ -228,17 +240,24 @@ public struct HearthServer: Sendable {
                 "auth",
                 AuthRESTResponder(
                     engine: auth, authenticator: authenticator, outbox: outbox, providers: configuration.identityProviders,
-                    linkDomains: configuration.authLinkDomains, logger: logger),
+                    linkDomains: configuration.authLinkDomains, logger: logger, maxBody: configuration.limits.requestBytes(.auth)),
                 ready),
             listener(
                 "firestore",
                 FirestoreResponder(
-                    rest: FirestoreRESTResponder(engine: engine, authenticator: authenticator, security: security, logger: logger),
+                    rest: FirestoreRESTResponder(
+                        engine: engine, authenticator: authenticator, security: security, logger: logger,
+                        maxBody: configuration.limits.requestBytes(.firestore)),
                     grpc: FirestoreGRPCService(engine: engine, authenticator: authenticator, security: security, logger: logger)
-                        .responder(logger: logger)),
+                        .responder(logger: logger, maxMessageSize: configuration.limits.requestBytes(.firestore))),
                 ready, server: .http1AndH2),
             listener("storage", storage, ready, server: .bulkHTTP1),
-            listener("s3", S3RESTResponder(store: objects, emulator: configuration.emulator, logger: logger), ready, server: .bulkHTTP1),
+            listener(
+                "s3",
+                S3RESTResponder(
+                    store: objects, emulator: configuration.emulator, logger: logger, maxObjectBytes: configuration.limits.objectBytes,
+                    maxRequestBytes: configuration.limits.requestBytes(.s3)),
+                ready, server: .bulkHTTP1),
         ]
         services.append(databaseListener(authenticator: authenticator, ready: ready))
         if configuration.ports["console"] != nil {

@@ -48,6 +48,8 @@ public struct ServerConfiguration: Sendable {
     public var api: APIConfiguration = .init()
     /// The lifecycle worker's rules (`--lifecycle`); nil = no worker.
     public var lifecycle: LifecycleRules?
+    /// `--max-request-bytes`, `--max-object-bytes`: how large a request each port accepts.
+    public var limits: RequestLimits = .init()
 
     public init() {}
 

@@ -11,9 +11,12 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run the Hearth server.",
         discussion: """
             Settings come from flags, then environment variables (HEARTH_DATA_DIR, HEARTH_PROJECT, \
-            HEARTH_HOST, HEARTH_ADMIN_TOKEN, HEARTH_TLS_CERT, HEARTH_TLS_KEY, HEARTH_TRUSTED_PROXIES, HEARTH_FIRESTORE_RULES, HEARTH_STORAGE_RULES, HEARTH_AUTH_CONFIG, HEARTH_LOG_LEVEL), \
-            then a firebase.json (and .firebaserc) in the working directory: `emulators.{firestore,auth,storage,database,ui}.port`, \
-            `firestore.indexes`, `firestore.rules`, `storage.rules`, `hearth.tls.{cert,key}`, `hearth.trustedProxies`. \
+            HEARTH_HOST, HEARTH_<SERVICE>_PORT, HEARTH_ADMIN_TOKEN, HEARTH_TLS_CERT, HEARTH_TLS_KEY, HEARTH_TRUSTED_PROXIES, HEARTH_FIRESTORE_RULES, \
+            HEARTH_STORAGE_RULES, HEARTH_INDEXES, HEARTH_AUTH_CONFIG, HEARTH_MAX_REQUEST_BYTES, HEARTH_MAX_OBJECT_BYTES, HEARTH_LOG_LEVEL, …: each \
+            option below names its own), then a firebase.json (and .firebaserc) in the working directory: \
+            `emulators.{firestore,auth,storage,database,ui,api}.port`, `firestore.indexes`, `firestore.rules`, `storage.rules`, \
+            `database.rules`, `hearth.tls.{cert,key}`, `hearth.trustedProxies`, `hearth.lifecycle`, `hearth.maxRequestBytes`, \
+            `hearth.maxObjectBytes`; then the defaults. `hearth serve --print-config` shows every setting in force and where it came from. \
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
             Security rules (--firestore-rules or firebase.json's firestore.rules) judge every request \
@@ -140,111 +143,34 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-format"), help: "text or json: one JSON object per line on standard error, with the request's request_id (env HEARTH_LOG_FORMAT). (default: text)")
     var logFormat: String?
 
+    @Flag(name: .customLong("print-config"), help: "Print every setting in force and where it came from (flag, env, firebase.json, default, first-run file), secrets redacted, then exit without serving or writing anything.")
+    var printConfig = false
+
+    @Option(name: .customLong("print-config-format"), help: "text or json: how --print-config prints (json: {\"settings\": {name: {value, source, from}}}). Implies --print-config.")
+    var printConfigFormat: String?
+
+    @Option(name: .customLong("max-request-bytes"), help: "Largest request body, other than object uploads, any port accepts, and the Firestore port's largest gRPC message (env HEARTH_MAX_REQUEST_BYTES; firebase.json hearth.maxRequestBytes). Larger requests get the protocol's own error (413 or 400, gRPC RESOURCE_EXHAUSTED). (default: per service, after Google's limits: firestore 11 MiB, auth 4 MiB, database 256 MiB, storage 1 MiB, s3 2 MiB, api 64 KiB, console 1 MiB)")
+    var maxRequestBytes: Int?
+
+    @Option(name: .customLong("max-object-bytes"), help: "Largest object a Storage or S3 upload may make (env HEARTH_MAX_OBJECT_BYTES; firebase.json hearth.maxObjectBytes); larger uploads get Storage's 413 JSON error or S3's EntityTooLarge. (default: 5 GiB, S3's single-PUT limit)")
+    var maxObjectBytes: Int?
+
     func run() async throws {
-        let env = ProcessInfo.processInfo.environment
-        let firebase = FirebaseJSON.load(directory: FileManager.default.currentDirectoryPath)
-        var config = ServerConfiguration()
-        config.dataDirectory = dataDir ?? env["HEARTH_DATA_DIR"] ?? config.dataDirectory
-        config.project = project ?? env["HEARTH_PROJECT"] ?? firebase.project ?? config.project
-        config.host = host ?? env["HEARTH_HOST"] ?? firebase.host ?? config.host
-        config.ports["firestore"] = firestorePort ?? firebase.ports["firestore"] ?? ServerConfiguration.defaultPorts["firestore"]!
-        config.ports["storage"] = storagePort ?? firebase.ports["storage"] ?? ServerConfiguration.defaultPorts["storage"]!
-        config.ports["s3"] = s3Port ?? firebase.ports["s3"] ?? ServerConfiguration.defaultPorts["s3"]!
-        config.ports["auth"] = authPort ?? firebase.ports["auth"] ?? ServerConfiguration.defaultPorts["auth"]!
-        config.ports["database"] = databasePort ?? firebase.ports["database"] ?? ServerConfiguration.defaultPorts["database"]!
-        if !noConsole && firebase.consoleEnabled {
-            config.ports["console"] = consolePort ?? firebase.ports["ui"] ?? ServerConfiguration.defaultPorts["console"]!
-        }
-        if let url = smtpURL ?? env["HEARTH_SMTP_URL"] {
-            do {
-                config.smtp = try SMTPMailer(url: url, from: mailFrom ?? env["HEARTH_MAIL_FROM"] ?? "noreply@\(config.project).firebaseapp.com")
-            } catch {
-                throw ValidationError("--smtp-url: \(error.message)")
+        var ledger = SettingsLedger(environment: ProcessInfo.processInfo.environment)
+        let resolved = try resolve(&ledger, firebase: FirebaseJSON.load(directory: FileManager.default.currentDirectoryPath))
+        var config = resolved.configuration
+        if printConfig || printConfigFormat != nil {
+            switch printConfigFormat ?? "text" {
+            case "text": FileHandle.standardOutput.write(Data((ledger.text() + "\n").utf8))
+            case "json": FileHandle.standardOutput.write(Data((ledger.json().serialized() + "\n").utf8))
+            default: throw ValidationError("--print-config-format must be text or json.")
             }
+            return
         }
-        if let file = authConfig ?? env["HEARTH_AUTH_CONFIG"] {
-            let loaded = try AuthConfigFile.load(file)
-            config.identityProviders = loaded.identityProviders
-            config.authLinkDomains = loaded.linkDomains
-        }
-        config.readyFile = readyFile
-        if let n = authAttemptsPerIP ?? env["HEARTH_AUTH_ATTEMPTS_PER_IP"].flatMap(Int.init) {
-            guard n >= 1 else { throw ValidationError("--auth-attempts-per-ip must be at least 1.") }
-            config.auth.addressAttemptLimit = n
-        }
-        if let n = authFailuresPerAccount ?? env["HEARTH_AUTH_FAILURES_PER_ACCOUNT"].flatMap(Int.init) {
-            guard n >= 1 else { throw ValidationError("--auth-failures-per-account must be at least 1.") }
-            config.auth.accountFailureLimit = n
-        }
-        if let seconds = shutdownTimeout ?? env["HEARTH_SHUTDOWN_TIMEOUT"].flatMap(Double.init) {
-            guard seconds.isFinite, seconds >= 0, seconds <= 86400 else { throw ValidationError("--shutdown-timeout must be between 0 and 86400 seconds.") }
-            config.shutdownTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
-        }
-        config.emulator = emulator
-        config.adminToken = adminToken ?? env["HEARTH_ADMIN_TOKEN"]
-        config.strictIndexes = strictIndexes
-        config.indexesFile = indexes ?? firebase.indexesFile
-        config.firestoreRulesFile = firestoreRules ?? env["HEARTH_FIRESTORE_RULES"] ?? firebase.firestoreRulesFile
-        config.storageRulesFile = storageRules ?? env["HEARTH_STORAGE_RULES"] ?? firebase.storageRulesFile
-        config.databaseRulesFile = databaseRules ?? env["HEARTH_DATABASE_RULES"] ?? firebase.databaseRulesFile
-        if let spec = blobS3 ?? env["HEARTH_BLOB_S3"] {
-            guard let url = URL(string: spec), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
-                throw ValidationError("--blob-s3 must look like https://s3.example.com/bucket/prefix")
-            }
-            let parts = url.path.split(separator: "/", maxSplits: 1).map(String.init)
-            guard let bucket = parts.first else { throw ValidationError("--blob-s3 must name a bucket: https://host/bucket[/prefix]") }
-            guard let id = env["AWS_ACCESS_KEY_ID"], let secret = env["AWS_SECRET_ACCESS_KEY"] else {
-                throw ValidationError("--blob-s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment.")
-            }
-            var prefix = parts.count > 1 ? parts[1] : ""
-            if !prefix.isEmpty && !prefix.hasSuffix("/") { prefix += "/" }
-            var endpoint = URLComponents()
-            endpoint.scheme = scheme
-            endpoint.host = url.host
-            endpoint.port = url.port
-            config.blobS3 = .init(
-                endpoint: endpoint.url!, region: blobS3Region ?? env["AWS_REGION"] ?? "us-east-1", bucket: bucket, prefix: prefix,
-                accessKeyID: id, secretAccessKey: secret)
-        }
-        // The api port (docs/app-backend.md).
-        config.ports["api"] = apiPort ?? firebase.ports["api"] ?? ServerConfiguration.defaultPorts["api"]!
-        if let port = metricsPort ?? env["HEARTH_METRICS_PORT"].flatMap(Int.init) { config.ports["metrics"] = port }
-        if let file = apiConfig ?? env["HEARTH_API_CONFIG"] {
-            do { config.api = try APIConfiguration.load(file) } catch let error as HearthError { throw ValidationError("--api-config: \(error.message)") }
-        }
-        if let file = lifecycle ?? env["HEARTH_LIFECYCLE"] ?? firebase.lifecycleFile {
-            do { config.lifecycle = try LifecycleRules.load(file) } catch { throw ValidationError("--lifecycle: \(error.message)") }
-        }
-        let certificate = tlsCert ?? env["HEARTH_TLS_CERT"] ?? firebase.tlsCertificate
-        let key = tlsKey ?? env["HEARTH_TLS_KEY"] ?? firebase.tlsKey
-        switch (certificate, key) {
-        case (let c?, let k?):
-            config.tls = TLSFiles(certificate: c, key: k)
-            // Refused pairs stop the start with the reason, before anything is opened.
-            do { _ = try TLSIdentity.load(config.tls!) } catch {
-                FileHandle.standardError.write(Data("hearth: TLS: \(error)\n".utf8))
-                throw ExitCode(Self.tlsExitCode)
-            }
-        case (nil, nil): break
-        default: throw ValidationError("--tls-cert and --tls-key go together (one of them is missing).")
-        }
-        let proxies = trustedProxies.isEmpty
-            ? (env["HEARTH_TRUSTED_PROXIES"].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? firebase.trustedProxies)
-            : trustedProxies
-        config.trustedProxies = try proxies.filter { !$0.isEmpty }.map { text in
-            guard let cidr = CIDR(text) else { throw ValidationError("--trusted-proxy \(text) is not an IP address or CIDR network (10.0.0.0/8, ::1).") }
-            return cidr
-        }
-        config.api.s3AccessKeyID = env["HEARTH_API_S3_ACCESS_KEY_ID"]
-        config.api.s3SecretAccessKey = env["HEARTH_API_S3_SECRET_ACCESS_KEY"]
-        for (name, port) in config.ports where port < 0 || port > 65535 {
-            throw ValidationError("--\(name)-port must be between 0 and 65535.")
-        }
-        let level = Logger.Level(rawValue: logLevel ?? env["HEARTH_LOG_LEVEL"] ?? "info") ?? .info
+        let level = resolved.logLevel
+        let format = resolved.logFormat
         let recentErrors = RecentErrors()
         config.recentErrors = recentErrors
-        let format = logFormat ?? env["HEARTH_LOG_FORMAT"] ?? "text"
-        guard ["text", "json"].contains(format) else { throw ValidationError("--log-format must be text or json.") }
         LoggingSystem.bootstrap(
             { label, provider in
                 var h: any LogHandler =
@@ -273,7 +199,6 @@ struct Serve: AsyncParsableCommand {
                 logger.notice("admin token from the data directory", metadata: ["file": "\(credential.tokenFile.path)"])
             }
         }
-        if exportOnExit && importDirectory == nil { throw ValidationError("--export-on-exit needs --import DIR (the folder it exports into).") }
         if let importDirectory { try await Self.importAtStart(importDirectory, config: config, logger: logger) }
         let server = try await HearthServer.open(config, logger: logger)
         logger.notice("starting", metadata: ["project": "\(config.project)", "mode": "\(config.emulator ? "emulator" : "production")"])
@@ -348,6 +273,8 @@ struct Serve: AsyncParsableCommand {
 struct FirebaseJSON {
     var project: String?
     var host: String?
+    /// Which key `host` came from: `emulators.firestore.host` or `emulators.auth.host`.
+    var hostKey: String?
     var ports: [String: Int] = [:]
     var indexesFile: String?
     var firestoreRulesFile: String?
@@ -362,6 +289,9 @@ struct FirebaseJSON {
     var tlsKey: String?
     /// `hearth.trustedProxies`: `["10.0.0.0/8", …]`.
     var trustedProxies: [String] = []
+    /// `hearth.maxRequestBytes`, `hearth.maxObjectBytes` (docs/production.md).
+    var maxRequestBytes: Int?
+    var maxObjectBytes: Int?
 
     static func load(directory: String) -> FirebaseJSON {
         var out = FirebaseJSON()
@@ -373,7 +303,10 @@ struct FirebaseJSON {
                 for (name, settings) in emulators {
                     if case .number(let n)? = settings["port"], let port = Int(n) { out.ports[name] = port }
                     if case .string(let s)? = settings["port"], let port = Int(s) { out.ports[name] = port }
-                    if name == "firestore" || (name == "auth" && out.host == nil), let h = settings["host"]?.stringValue { out.host = h }
+                    if name == "firestore" || (name == "auth" && out.host == nil), let h = settings["host"]?.stringValue {
+                        out.host = h
+                        out.hostKey = "emulators.\(name).host"
+                    }
                     if name == "ui", settings["enabled"]?.boolValue == false { out.consoleEnabled = false }
                 }
             }
@@ -392,6 +325,8 @@ struct FirebaseJSON {
             if let cert = json["hearth"]?["tls"]?["cert"]?.stringValue { out.tlsCertificate = dir.appendingPathComponent(cert).path }
             if let key = json["hearth"]?["tls"]?["key"]?.stringValue { out.tlsKey = dir.appendingPathComponent(key).path }
             if let proxies = json["hearth"]?["trustedProxies"]?.arrayValue { out.trustedProxies = proxies.compactMap(\.stringValue) }
+            if case .number(let n)? = json["hearth"]?["maxRequestBytes"] { out.maxRequestBytes = Int(n) }
+            if case .number(let n)? = json["hearth"]?["maxObjectBytes"] { out.maxObjectBytes = Int(n) }
             if let rules = json["database"]?["rules"]?.stringValue {
                 out.databaseRulesFile = dir.appendingPathComponent(rules).path
             }

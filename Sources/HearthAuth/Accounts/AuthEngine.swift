@@ -75,6 +75,23 @@ public final class AuthEngine: Sendable {
 
     public func setEmailEnumerationProtection(_ on: Bool) { enumerationProtection.withLock { $0 = on } }
 
+    /// Turns email enumeration protection on or off and keeps the choice in the store, so it
+    /// outlives a restart and goes into exports (`auth_export/config.json`).
+    public func saveEmailEnumerationProtection(_ on: Bool) async throws {
+        try await store.write { w in
+            var settings = try w.projectSettings()
+            settings.emailEnumerationProtection = on
+            try w.saveProjectSettings(settings)
+        }
+        setEmailEnumerationProtection(on)
+    }
+
+    /// Applies the project settings the store keeps over the configuration's (at open).
+    public func applyStoredSettings() async throws {
+        let settings = try await store.read { try $0.projectSettings() }
+        if let on = settings.emailEnumerationProtection { setEmailEnumerationProtection(on) }
+    }
+
     // MARK: Validation
 
     /// Lower-cased and checked the way the Auth emulator does (`local@domain`, no spaces).

@@ -101,6 +101,17 @@ public struct ServiceAccountRecord: Sendable, Hashable {
     }
 }
 
+/// Project-wide auth settings kept with the accounts (what the Auth emulator's `config.json`
+/// holds that Hearth has: `emailPrivacyConfig.enableImprovedEmailPrivacy`). Nil: never set, the
+/// server's configuration decides.
+public struct AuthProjectSettings: Sendable, Equatable {
+    public var emailEnumerationProtection: Bool?
+
+    public init(emailEnumerationProtection: Bool? = nil) {
+        self.emailEnumerationProtection = emailEnumerationProtection
+    }
+}
+
 /// Reads inside one consistent snapshot.
 public protocol AuthStoreReader {
     func account(uid: String) throws -> Account?
@@ -123,6 +134,7 @@ public protocol AuthStoreReader {
     func providerConfig(id: String) throws -> ProviderConfig?
     /// Ordered by provider id.
     func providerConfigs() throws -> [ProviderConfig]
+    func projectSettings() throws -> AuthProjectSettings
 }
 
 /// Writes inside one transaction; the engine checks invariants (unique email) before writing.
@@ -144,6 +156,7 @@ public protocol AuthStoreWriter: AuthStoreReader {
     /// Inserts or replaces the config with this provider id.
     func saveProviderConfig(_ config: ProviderConfig) throws
     func deleteProviderConfig(id: String) throws
+    func saveProjectSettings(_ settings: AuthProjectSettings) throws
 }
 
 /// The persistence the auth engine owns. Implementations: `InMemoryAuthStore` (here) and

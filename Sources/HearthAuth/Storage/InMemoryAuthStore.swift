@@ -11,6 +11,7 @@ public final class InMemoryAuthStore: AuthStore {
         var serviceAccounts: [String: ServiceAccountRecord] = [:]
         var phoneCodes: [String: PhoneVerificationCode] = [:]
         var providerConfigs: [String: ProviderConfig] = [:]
+        var projectSettings = AuthProjectSettings()
     }
 
     final class Transaction: AuthStoreWriter {
@@ -45,6 +46,8 @@ public final class InMemoryAuthStore: AuthStore {
         func deletePhoneCodes(expiringBefore millis: Int64) throws { state.phoneCodes = state.phoneCodes.filter { $0.value.expiresAt >= millis } }
         func saveProviderConfig(_ config: ProviderConfig) throws { state.providerConfigs[config.providerID] = config }
         func deleteProviderConfig(id: String) throws { state.providerConfigs[id] = nil }
+        func projectSettings() throws -> AuthProjectSettings { state.projectSettings }
+        func saveProjectSettings(_ settings: AuthProjectSettings) throws { state.projectSettings = settings }
 
         func save(_ account: Account) throws { state.accounts[account.uid] = account }
         func deleteAccount(uid: String) throws {
@@ -53,10 +56,11 @@ public final class InMemoryAuthStore: AuthStore {
             state.oobCodes = state.oobCodes.filter { $0.value.uid != uid }
         }
         func deleteAllAccounts() throws {
-            let kept = state.serviceAccounts, configs = state.providerConfigs
+            let kept = state.serviceAccounts, configs = state.providerConfigs, settings = state.projectSettings
             state = State()
             state.serviceAccounts = kept
             state.providerConfigs = configs
+            state.projectSettings = settings
         }
         func insertRefreshToken(_ record: RefreshTokenRecord) throws { state.refreshTokens[record.tokenHash] = record }
         func deleteRefreshTokens(uid: String) throws { state.refreshTokens = state.refreshTokens.filter { $0.value.uid != uid } }

@@ -54,7 +54,7 @@ extension AppAPIResponder {
             try checkProject(String(projectAndMethod.dropLast(":verifyAppCheckToken".count)))
             try await requireAdmin(request)
             var request = request
-            let body = try await Self.googleBody(&request)
+            let body = try await googleBody(&request)
             guard let token = try Self.string(body, "app_check_token", "appCheckToken"), !token.isEmpty else {
                 throw AppCheckError(.invalidArgument, "app_check_token is required.")
             }
@@ -71,14 +71,14 @@ extension AppAPIResponder {
             let issued: AppCheckEngine.IssuedToken
             switch method {
             case "exchangeDebugToken":
-                let body = try await Self.googleBody(&request)
+                let body = try await googleBody(&request)
                 guard let debugToken = try Self.string(body, "debug_token", "debugToken"), !debugToken.isEmpty else {
                     throw AppCheckError(.invalidArgument, "debug_token is required.")
                 }
                 issued = try await appCheck.exchangeDebugToken(appID: appID, debugToken: debugToken, limitedUse: try Self.limitedUse(body))
             case "exchangeCustomToken":
                 try await requireAdmin(request)
-                let body = try await Self.googleBody(&request)
+                let body = try await googleBody(&request)
                 guard let customToken = try Self.string(body, "customToken", "custom_token"), !customToken.isEmpty else {
                     throw AppCheckError(.invalidArgument, "customToken is required.")
                 }
@@ -107,10 +107,10 @@ extension AppAPIResponder {
         }
     }
 
-    static func googleBody(_ request: inout Request) async throws -> JSON {
+    func googleBody(_ request: inout Request) async throws -> JSON {
         let buffer: ByteBuffer
-        do { buffer = try await request.collectBody(upTo: maxBody) } catch {
-            throw HearthError.invalidArgument("Request payload size exceeds the limit: \(maxBody) bytes.")
+        do { buffer = try await request.collectBody(limit: maxBody) } catch {
+            throw HearthError.invalidArgument(error.googleMessage)
         }
         let bytes = Array(buffer.readableBytesView)
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return .object([]) }

@@ -26,13 +26,16 @@ public struct AppAPIResponder: HTTPResponder {
     /// and the stores take a write.
     let readiness: (@Sendable () async throws -> Void)?
     let logger: Logger
-    static let maxBody = 64 * 1024
+    /// The largest request body (``RequestLimits``, 64 KiB by default).
+    let maxBody: Int
     static let defaultPageSize = 50
 
     public init(
         registry: FileRegistry, authenticator: Authenticator, appCheck: AppCheckEngine, appCheckGate: AppCheckGate,
-        lifecycleMetrics: LifecycleMetrics? = nil, readiness: (@Sendable () async throws -> Void)? = nil, logger: Logger
+        lifecycleMetrics: LifecycleMetrics? = nil, readiness: (@Sendable () async throws -> Void)? = nil, logger: Logger,
+        maxBody: Int = RequestLimits.defaultRequestBytes[.api]!
     ) {
+        self.maxBody = maxBody
         self.readiness = readiness
         self.registry = registry
         self.authenticator = authenticator
@@ -137,7 +140,7 @@ public struct AppAPIResponder: HTTPResponder {
         case (.post, .presignUpload):
             let uid = try await user(request)
             var request = request
-            var body = try await Self.body(&request)
+            var body = try await self.body(&request)
             let contentType = try body.string("contentType")
             let fileExtension = try body.string("fileExtension")
             let size = try body.optionalInteger("sizeBytes")
@@ -258,12 +261,12 @@ public struct AppAPIResponder: HTTPResponder {
 
     static let appCheckHeader = HTTPField.Name("X-Firebase-AppCheck")!
 
-    static func body(_ request: inout Request) async throws -> APIRequestBody {
+    func body(_ request: inout Request) async throws -> APIRequestBody {
         let buffer: ByteBuffer
         do {
-            buffer = try await request.collectBody(upTo: maxBody)
+            buffer = try await request.collectBody(limit: maxBody)
         } catch {
-            throw APIError(status: 413, detail: .string("Request body too large"))
+            throw APIError(status: 413, detail: .string("Request body too large: the limit is \(maxBody) bytes"))
         }
         let bytes = Array(buffer.readableBytesView)
         let json: JSON

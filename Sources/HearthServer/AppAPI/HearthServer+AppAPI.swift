@@ -77,7 +77,7 @@ extension HearthServer {
                 "api",
                 AppAPIResponder(
                     registry: registry, authenticator: authenticator, appCheck: appCheck, appCheckGate: gate, lifecycleMetrics: lifecycleMetrics,
-                    readiness: readinessProbe(ready), logger: logger),
+                    readiness: readinessProbe(ready), logger: logger, maxBody: configuration.limits.requestBytes(.api)),
                 ready),
             PendingUploadSweeper(registry: registry, interval: .seconds(api.sweepIntervalSeconds)),
         ]

@@ -32,7 +32,7 @@ extension AuthRESTResponder {
         case (.get, "config"):
             return emulatorConfig()
         case (.patch, "config"):
-            let body = try await AuthRequestBody.read(&request, allowed: ["signIn", "emailPrivacyConfig", "usageMode"], limit: 64 * 1024)
+            let body = try await AuthRequestBody.read(&request, allowed: ["signIn", "emailPrivacyConfig", "usageMode"], limit: maxBody)
             if let signIn = body["signIn"] {
                 let s = try AuthRequestBody.nested(signIn, "signIn", allowed: ["allowDuplicateEmails"])
                 if try s.bool("allowDuplicateEmails") == true {
@@ -41,7 +41,7 @@ extension AuthRESTResponder {
             }
             if let privacy = body["emailPrivacyConfig"] {
                 let p = try AuthRequestBody.nested(privacy, "emailPrivacyConfig", allowed: ["enableImprovedEmailPrivacy"])
-                if let on = try p.bool("enableImprovedEmailPrivacy") { engine.setEmailEnumerationProtection(on) }
+                if let on = try p.bool("enableImprovedEmailPrivacy") { try await engine.saveEmailEnumerationProtection(on) }
             }
             return emulatorConfig()
         default:

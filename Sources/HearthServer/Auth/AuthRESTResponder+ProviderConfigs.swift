@@ -22,7 +22,7 @@ extension AuthRESTResponder {
             case .post:
                 let idParameter = kind == .oidc ? "oauthIdpConfigId" : "inboundSamlConfigId"
                 guard let id = query[idParameter], !id.isEmpty else { throw AuthErrorCode.invalidProviderID.error("\(idParameter) is required.") }
-                let body = try await Self.configBody(&request, kind)
+                let body = try await configBody(&request, kind)
                 let created = try await engine.createProviderConfig(try ProviderConfig(kind: kind, providerID: id, resource: body))
                 return HTTPSupport.json(resource(created))
             case .get:
@@ -52,7 +52,7 @@ extension AuthRESTResponder {
         case .get:
             return HTTPSupport.json(resource(try await engine.providerConfig(kind, id: id)))
         case .patch:
-            let body = try await Self.configBody(&request, kind)
+            let body = try await configBody(&request, kind)
             let mask = (query["updateMask"] ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
             guard !mask.isEmpty else { throw HearthError.invalidArgument("updateMask is required.") }
             return HTTPSupport.json(resource(try await engine.updateProviderConfig(kind, id: id, patch: body, mask: mask)))
@@ -65,12 +65,12 @@ extension AuthRESTResponder {
     }
 
     /// The resource fields of a create or update body (`name` is taken from the path).
-    static func configBody(_ request: inout Request, _ kind: ProviderConfig.Kind) async throws -> JSON {
+    func configBody(_ request: inout Request, _ kind: ProviderConfig.Kind) async throws -> JSON {
         let fields: Set<String> =
             kind == .oidc
             ? ["name", "clientId", "issuer", "displayName", "enabled", "clientSecret", "responseType"]
             : ["name", "idpConfig", "spConfig", "displayName", "enabled"]
-        let body = try await AuthRequestBody.read(&request, allowed: fields, limit: 256 * 1024)
+        let body = try await AuthRequestBody.read(&request, allowed: fields, limit: maxBody)
         return .object(body.members.filter { fields.contains($0.0) && $0.0 != "name" })
     }
 }

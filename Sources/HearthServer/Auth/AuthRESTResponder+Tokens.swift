@@ -10,8 +10,8 @@ extension AuthRESTResponder {
     /// Reads a form-encoded or JSON body into string fields (snake_case and camelCase alike).
     static func formOrJSON(_ request: inout Request, limit: Int) async throws -> [String: String] {
         let buffer: ByteBuffer
-        do { buffer = try await request.collectBody(upTo: limit) } catch {
-            throw HearthError(.invalidArgument, "Request payload size exceeds the limit: \(limit) bytes.")
+        do { buffer = try await request.collectBody(limit: limit) } catch {
+            throw HearthError(.invalidArgument, error.googleMessage)
         }
         let bytes = Array(buffer.readableBytesView)
         var out: [String: String] = [:]
@@ -40,7 +40,7 @@ extension AuthRESTResponder {
 
     /// `securetoken.googleapis.com/v1/token`: `grant_type=refresh_token` → a fresh ID token, in snake_case.
     func secureToken(_ request: inout Request) async throws -> Response {
-        let p = try await Self.formOrJSON(&request, limit: 64 * 1024)
+        let p = try await Self.formOrJSON(&request, limit: maxBody)
         guard let grant = p["grant_type"] ?? p["grantType"] else { throw AuthErrorCode.missingGrantType.error() }
         guard grant == "refresh_token" else { throw AuthErrorCode.invalidGrantType.error() }
         guard let token = p["refresh_token"] ?? p["refreshToken"], !token.isEmpty else { throw AuthErrorCode.missingRefreshToken.error() }
@@ -59,7 +59,7 @@ extension AuthRESTResponder {
             HTTPSupport.json(.object([("error", .string(code)), ("error_description", .string(description))]), status: status)
         }
         let p: [String: String]
-        do { p = try await Self.formOrJSON(&request, limit: 64 * 1024) } catch let e as HearthError {
+        do { p = try await Self.formOrJSON(&request, limit: maxBody) } catch let e as HearthError {
             return oauthError("invalid_request", e.message)
         }
         guard let grant = p["grant_type"] else { return oauthError("invalid_request", "Missing required parameter: grant_type") }

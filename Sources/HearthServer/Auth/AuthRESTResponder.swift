@@ -23,12 +23,14 @@ public struct AuthRESTResponder: HTTPResponder {
     /// Keys of Admin-API OIDC issuers without `--auth-config` keys (production mode).
     let discovery: OIDCDiscovery
     let logger: Logger
-    static let maxBody = 4 * 1024 * 1024
+    /// The largest request body of every endpoint (``RequestLimits``, 4 MiB by default).
+    let maxBody: Int
 
     public init(
         engine: AuthEngine, authenticator: Authenticator, outbox: Outbox?, providers: [IdentityProvider] = [], linkDomains: [String] = [],
-        logger: Logger
+        logger: Logger, maxBody: Int = RequestLimits.defaultRequestBytes[.auth]!
     ) {
+        self.maxBody = maxBody
         self.engine = engine
         self.authenticator = authenticator
         self.outbox = outbox
@@ -180,7 +182,7 @@ public struct AuthRESTResponder: HTTPResponder {
         if op == "projectConfig" && request.method == .get { return projectConfig() }
         try requireMethod(request, .post)
         guard let fields = Self.operationFields[op] else { throw HearthError(.notFound, "Not Found") }
-        let body = try await AuthRequestBody.read(&request, allowed: fields, limit: Self.maxBody)
+        let body = try await AuthRequestBody.read(&request, allowed: fields, limit: maxBody)
         switch op {
         case "signUp": return try await signUp(body, request, privileged: false)
         case "create": return try await signUp(body, request, privileged: true)

@@ -30,9 +30,9 @@ struct AuthRequestBody {
     static func read(_ request: inout Request, allowed: Set<String>, limit: Int) async throws -> AuthRequestBody {
         let buffer: ByteBuffer
         do {
-            buffer = try await request.collectBody(upTo: limit)
+            buffer = try await request.collectBody(limit: limit)
         } catch {
-            throw HearthError(.invalidArgument, "Request payload size exceeds the limit: \(limit) bytes.")
+            throw HearthError(.invalidArgument, error.googleMessage)
         }
         let bytes = buffer.readableBytesView
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09 }) { return try AuthRequestBody(.object([]), allowed: allowed) }

@@ -38,7 +38,7 @@ extension ConsoleResponder {
             throw HearthError.invalidArgument("Name the collection group (?collectionGroup=…, without \"/\").")
         }
         var request = request
-        let body = try JSON.parse(try await request.collectBody(upTo: 64 * 1024).readableBytesView)
+        let body = try JSON.parse(try await request.collectBody(limit: maxBody).readableBytesView)
         let scope = body["queryScope"]?.stringValue ?? "COLLECTION"
         guard scope == "COLLECTION" || scope == "COLLECTION_GROUP" else {
             throw HearthError.invalidArgument("queryScope must be COLLECTION or COLLECTION_GROUP.")

@@ -33,7 +33,7 @@ extension ConsoleResponder {
     /// in the format of `hearth rules test` cases files (docs/rules-testing.md), `expect` left out.
     func simulate(_ request: Request) async throws -> Response {
         var request = request
-        let body = try JSON.parse(try await request.collectBody(upTo: 1024 * 1024).readableBytesView)
+        let body = try JSON.parse(try await request.collectBody(limit: maxBody).readableBytesView)
         let service = body["service"]?.stringValue ?? "firestore"
         guard service == "firestore" || service == "storage" else {
             throw HearthError.invalidArgument("The playground simulates Firestore and Storage rules (service \"\(service)\").")

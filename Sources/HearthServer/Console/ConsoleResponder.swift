@@ -54,6 +54,8 @@ struct ConsoleResponder: HTTPResponder {
                 logger.error("console request failed", metadata: ["path": "\(request.uri.path)", "error": "\(e)"])
             }
             response = HTTPSupport.googleError(e)
+        } catch let e as RequestTooLarge {
+            response = HTTPSupport.googleError(.invalidArgument(e.googleMessage))
         } catch {
             logger.error("console internal error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
             response = HTTPSupport.googleError(HearthError(.internal, "Internal error."))
@@ -198,6 +200,9 @@ struct ConsoleResponder: HTTPResponder {
         ])
     }
 
+    /// The largest request body (``RequestLimits``, 1 MiB by default).
+    var maxBody: Int { configuration.limits.requestBytes(.console) }
+
     func signIn(_ request: Request) async throws -> Response {
         try checkOrigin(request)
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
@@ -205,9 +210,7 @@ struct ConsoleResponder: HTTPResponder {
         }
         var request = request
         let buffer: ByteBuffer
-        do { buffer = try await request.collectBody(upTo: 64 * 1024) } catch {
-            throw HearthError.invalidArgument("The sign-in request is too large.")
-        }
+        buffer = try await request.collectBody(limit: maxBody)
         let body = try JSON.parse(buffer.readableBytesView)
         let principal: ConsolePrincipal
         do {

@@ -26,12 +26,14 @@ public struct DatabaseRESTResponder: HTTPResponder {
 
     static let etagRequest = HTTPField.Name("X-Firebase-ETag")!
     static let methodOverride = HTTPField.Name("X-HTTP-Method-Override")!
-    static let maxBody = DatabaseLimits.maxWriteBytes
+    /// The largest request body (``RequestLimits``; Firebase's 256 MB REST write by default).
+    let maxBody: Int
 
     public init(
         engine: DatabaseEngine, authenticator: Authenticator, project: String, logger: Logger, emulator: Bool = false,
-        keepAliveInterval: Duration = .seconds(30)
+        keepAliveInterval: Duration = .seconds(30), maxBody: Int = RequestLimits.defaultRequestBytes[.database]!
     ) {
+        self.maxBody = maxBody
         self.emulator = emulator
         self.engine = engine
         self.authenticator = authenticator
@@ -183,7 +185,8 @@ public struct DatabaseRESTResponder: HTTPResponder {
 
     func body(_ request: Request) async throws -> JSON {
         let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: Self.maxBody) } catch {
+        var request = request
+        do { buffer = try await request.collectBody(limit: maxBody) } catch {
             throw DatabaseError.writeTooBig
         }
         do {
@@ -203,8 +206,9 @@ public struct DatabaseRESTResponder: HTTPResponder {
             return Self.json(rules.document, pretty: parsed.print == .pretty)
         case .put:
             let buffer: ByteBuffer
-            do { buffer = try await request.body.collect(upTo: 1 << 20) } catch {
-                throw DatabaseError(.invalidRules, "Rules are larger than 1 MiB.")
+            var request = request
+            do { buffer = try await request.collectBody(limit: maxBody) } catch {
+                throw DatabaseError.writeTooBig
             }
             try await engine.setRules(String(decoding: buffer.readableBytesView, as: UTF8.self), namespace: parsed.namespace, auth: auth)
             return Self.json(.object([("status", .string("ok"))]))

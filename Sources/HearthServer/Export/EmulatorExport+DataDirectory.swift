@@ -130,9 +130,8 @@ package struct EmulatorExportRunner {
             var body: [(String, JSON)] = [("kind", .string("identitytoolkit#DownloadAccountResponse"))]
             if !accounts.isEmpty { body.append(("users", .array(accounts.map(EmulatorExport.accountJSON)))) }
             try write(JSON.object(body), to: authDir.appendingPathComponent("accounts.json"))
-            try write(
-                JSON.object([("signIn", .object([("allowDuplicateEmails", .bool(false))]))]),
-                to: authDir.appendingPathComponent("config.json"))
+            let authSettings = try await auth.read { try $0.projectSettings() }
+            try write(EmulatorExport.authConfigJSON(authSettings), to: authDir.appendingPathComponent("config.json"))
             paths[.auth] = "auth_export"
             summary.accounts = accounts.count
             progress("auth: \(accounts.count) accounts")
@@ -236,12 +235,32 @@ package struct EmulatorExportRunner {
 
         // 1. Read and check everything but Firestore's documents (streamed in step 4).
         var accounts: [(Account, EmulatorExport.ImportedPassword?)] = []
+        var authSettings = AuthProjectSettings()
         if let path = metadata.paths[.auth], wanted.contains(.auth) {
-            let file = source.appendingPathComponent(path).appendingPathComponent("accounts.json")
-            if let bytes = fm.contents(atPath: file.path) {
+            let dir = source.appendingPathComponent(path)
+            if let bytes = fm.contents(atPath: dir.appendingPathComponent("accounts.json").path) {
                 accounts = try EmulatorExport.accounts(Array(bytes))
-            } else if fm.fileExists(atPath: source.appendingPathComponent(path).path) == false {
+            } else if fm.fileExists(atPath: dir.path) == false {
                 throw EmulatorExport.Failure("the metadata names \(path)/ but the export has no such folder")
+            }
+            if let bytes = fm.contents(atPath: dir.appendingPathComponent("config.json").path) {
+                authSettings = try EmulatorExport.authConfig(Array(bytes))
+            }
+            // The Auth emulator writes each tenant's accounts to accounts-<tenantId>.json; Hearth has no tenants.
+            for name in ((try? fm.contentsOfDirectory(atPath: dir.path)) ?? []).sorted() {
+                guard let tenant = EmulatorExport.tenant(ofAccountsFile: name) else { continue }
+                guard let bytes = fm.contents(atPath: dir.appendingPathComponent(name).path) else {
+                    throw EmulatorExport.Failure("cannot read \(path)/\(name)")
+                }
+                let count: Int
+                do { count = try EmulatorExport.accounts(Array(bytes)).count } catch {
+                    throw EmulatorExport.Failure("\(path)/\(name): \(error.description)")
+                }
+                guard count == 0 else {
+                    throw EmulatorExport.Failure(
+                        "\(path)/\(name) holds \(count) account(s) of tenant \(tenant); Hearth has no tenants (Identity Platform multi-tenancy), so they cannot be imported")
+                }
+                progress("auth: tenant \(tenant) has no accounts; skipped")
             }
             progress("auth: read \(accounts.count) accounts")
         }
@@ -304,6 +323,9 @@ package struct EmulatorExportRunner {
             if (i + 1) % 100 == 0 { progress("auth: hashed \(i + 1) of \(accounts.count) passwords") }
         }
 
+        let settings = authSettings
+        let previousSettings = try await auth.read { try $0.projectSettings() }
+
         // 4. Firestore's documents: streamed from the export, checked, and loaded into a new
         // store file that replaces the (empty) store's last, once everything else is written.
         var summary = Summary()
@@ -350,6 +372,7 @@ package struct EmulatorExportRunner {
                     throw EmulatorExport.Failure("auth accounts appeared while importing; is a server running on this data directory?")
                 }
                 for a in toSave { try w.save(a) }
+                if settings.emailEnumerationProtection != nil { try w.saveProjectSettings(settings) }
             }
             summary.accounts = ready.count
             progress("auth: imported \(ready.count) accounts")
@@ -419,7 +442,10 @@ package struct EmulatorExportRunner {
                     }
                 }
             }
-            try? await auth.write { w in try w.deleteAllAccounts() }
+            try? await auth.write { w in
+                try w.deleteAllAccounts()
+                try w.saveProjectSettings(previousSettings)
+            }
             for ns in written {
                 if let revision = try? await database.subtree(namespace: ns, at: DatabasePath([])).revision {
                     _ = try? await database.apply(DatabaseTreeCommit(

@@ -135,6 +135,17 @@ package enum EmulatorExport {
             return b
         }
         guard let uid = try string("localId"), !uid.isEmpty, uid.utf8.count <= 128 else { throw Failure("\(at) has no valid localId") }
+        // What Hearth's accounts cannot hold is refused, never dropped (docs/import-export.md).
+        if let enrolments = json["mfaInfo"], !enrolments.isNull {
+            guard let list = enrolments.arrayValue else { throw Failure("\(at).mfaInfo is not an array") }
+            if !list.isEmpty {
+                throw Failure(
+                    "\(at) (\(uid)) has \(list.count) multi-factor enrolment(s) (mfaInfo); Hearth has no multi-factor authentication, and importing the account without its second factor would weaken its sign-in")
+            }
+        }
+        if let tenant = try string("tenantId"), !tenant.isEmpty {
+            throw Failure("\(at) (\(uid)) belongs to tenant \(tenant); Hearth has no tenants (Identity Platform multi-tenancy)")
+        }
         var password: ImportedPassword? = nil
         if let hash = try string("passwordHash") {
             if hash.hasPrefix("hearth:") {
@@ -201,6 +212,53 @@ package enum EmulatorExport {
             out.append((a, p))
         }
         return out
+    }
+
+    // MARK: Auth project config
+
+    /// `auth_export/config.json` as the Auth emulator writes it (its `GET /emulator/v1/projects/{p}/config`):
+    /// one account per email (Hearth's only way), and email enumeration protection as the project set it.
+    package static func authConfigJSON(_ settings: AuthProjectSettings) -> JSON {
+        .object([
+            ("signIn", .object([("allowDuplicateEmails", .bool(false))])),
+            ("emailPrivacyConfig", .object([("enableImprovedEmailPrivacy", .bool(settings.emailEnumerationProtection ?? false))])),
+        ])
+    }
+
+    /// An `auth_export/config.json`, checked against what Hearth keeps: `emailPrivacyConfig.enableImprovedEmailPrivacy`
+    /// is imported; `signIn.allowDuplicateEmails: true` and `usageMode: PASSTHROUGH` (settings Hearth
+    /// does not have) are refused; `usageMode: DEFAULT` (older firebase-tools) and unknown keys pass.
+    package static func authConfig(_ bytes: [UInt8]) throws(Failure) -> AuthProjectSettings {
+        let file = "auth_export/config.json"
+        let json: JSON
+        do { json = try JSON.parse(bytes) } catch { throw Failure("\(file) is not JSON: \(error.message)") }
+        guard json.objectValue != nil else { throw Failure("\(file) is not a JSON object") }
+        func flag(_ section: String, _ key: String) throws(Failure) -> Bool? {
+            guard let object = json[section], !object.isNull else { return nil }
+            guard object.objectValue != nil else { throw Failure("\(file): \(section) is not an object") }
+            guard let value = object[key], !value.isNull else { return nil }
+            guard let b = value.boolValue else { throw Failure("\(file): \(section).\(key) is not a boolean") }
+            return b
+        }
+        if try flag("signIn", "allowDuplicateEmails") == true {
+            throw Failure("\(file): signIn.allowDuplicateEmails is true; Hearth keeps one account per email")
+        }
+        var settings = AuthProjectSettings()
+        settings.emailEnumerationProtection = try flag("emailPrivacyConfig", "enableImprovedEmailPrivacy")
+        if let mode = json["usageMode"], !mode.isNull {
+            switch mode.stringValue {
+            case "DEFAULT"?, "USAGE_MODE_UNSPECIFIED"?: break
+            case "PASSTHROUGH"?: throw Failure("\(file): usageMode is PASSTHROUGH (the emulator kept no accounts); Hearth always keeps them")
+            default: throw Failure("\(file): usageMode \(mode.serialized()) is not DEFAULT or PASSTHROUGH")
+            }
+        }
+        return settings
+    }
+
+    /// The tenant of a per-tenant accounts file the Auth emulator writes (`accounts-<tenantId>.json`), else nil.
+    package static func tenant(ofAccountsFile name: String) -> String? {
+        guard name.hasPrefix("accounts-"), name.hasSuffix(".json"), name.count > "accounts-.json".count else { return nil }
+        return String(name.dropFirst("accounts-".count).dropLast(".json".count))
     }
 
     // MARK: Realtime Database

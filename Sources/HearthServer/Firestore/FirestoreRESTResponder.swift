@@ -14,10 +14,14 @@ public struct FirestoreRESTResponder: HTTPResponder {
     let authenticator: Authenticator
     let security: FirestoreSecurity
     let logger: Logger
-    /// Firestore's request size limit (10 MiB) plus room for JSON overhead.
-    static let maxBody = 11 * 1024 * 1024
+    /// The largest request body (``RequestLimits``; Firestore's 10 MiB plus room for JSON overhead by default).
+    let maxBody: Int
 
-    public init(engine: DocumentEngine, authenticator: Authenticator, security: FirestoreSecurity, logger: Logger) {
+    public init(
+        engine: DocumentEngine, authenticator: Authenticator, security: FirestoreSecurity, logger: Logger,
+        maxBody: Int = RequestLimits.defaultRequestBytes[.firestore]!
+    ) {
+        self.maxBody = maxBody
         self.engine = engine
         self.authenticator = authenticator
         self.security = security
@@ -130,9 +134,9 @@ public struct FirestoreRESTResponder: HTTPResponder {
     func body(_ request: inout Request) async throws -> JSON {
         let buffer: ByteBuffer
         do {
-            buffer = try await request.collectBody(upTo: Self.maxBody)
+            buffer = try await request.collectBody(limit: maxBody)
         } catch {
-            throw HearthError.invalidArgument("Request payload size exceeds the limit: 10485760 bytes.")
+            throw HearthError.invalidArgument(error.googleMessage)
         }
         if buffer.readableBytes == 0 { return .object([]) }
         return try JSON.parse(buffer.readableBytesView)

@@ -44,8 +44,9 @@ public struct FirestoreGRPCService: Sendable {
         ]
     }
 
-    public func responder(logger: Logger) -> GRPCResponder {
-        GRPCResponder(service: Self.serviceName, methods: methods, logger: logger)
+    /// The service's gRPC responder; messages over `maxMessageSize` end the call with RESOURCE_EXHAUSTED.
+    public func responder(logger: Logger, maxMessageSize: Int = GRPCFraming.defaultMaxMessageSize) -> GRPCResponder {
+        GRPCResponder(service: Self.serviceName, methods: methods, maxMessageSize: maxMessageSize, logger: logger)
     }
 
     // MARK: Shared helpers

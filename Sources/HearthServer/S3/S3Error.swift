@@ -25,7 +25,7 @@ struct S3Error: Error {
         "BadDigest": 400, "IncompleteBody": 400, "InvalidPart": 400, "InvalidPartOrder": 400, "MalformedXML": 400,
         "InvalidArgument": 400, "InvalidBucketName": 400, "MethodNotAllowed": 405, "NotImplemented": 501, "InvalidRequest": 400,
         "AuthorizationQueryParametersError": 400, "MissingContentLength": 411, "KeyTooLongError": 400, "InvalidDigest": 400,
-        "InternalError": 500,
+        "MaxMessageLengthExceeded": 400, "InternalError": 500,
     ]
 
     static func named(_ code: String, _ message: String, resource: String? = nil) -> S3Error {

@@ -66,7 +66,7 @@ extension S3RESTResponder {
     func receive(_ request: inout Request, into writer: any BlobWriter, caller: S3Authenticator.Caller) async throws {
         let decoded = request.headers[HTTPField.Name("x-amz-decoded-content-length")!].flatMap { Int64($0) }
         let declared = decoded ?? request.headers[.contentLength].flatMap { Int64($0) }
-        if let declared, declared > Self.maxObjectSize {
+        if let declared, declared > maxObjectBytes {
             writer.abort()
             throw S3Error.named("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size.")
         }
@@ -77,7 +77,7 @@ extension S3RESTResponder {
                 try chunk.withUnsafeReadableBytes { raw throws(HearthError) in
                     try decoder.feed(raw) { piece throws(HearthError) in try writer.write(piece) }
                 }
-                if writer.size > Self.maxObjectSize { throw S3Error.named("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size.") }
+                if writer.size > maxObjectBytes { throw S3Error.named("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size.") }
             }
             try decoder.finish(decodedLengthHeader: decoded)
         } catch let e as S3Error {
@@ -227,7 +227,7 @@ extension S3RESTResponder {
         guard let upload = try await store.multipartUpload(id, bucket: bucket, key: key) else {
             throw S3Error.named("NoSuchUpload", "The specified multipart upload does not exist.")
         }
-        let body = String(decoding: try await Self.smallBody(&request, caller), as: UTF8.self)
+        let body = String(decoding: try await Self.smallBody(&request, caller, limit: maxRequestBytes), as: UTF8.self)
         var chosen: [(number: Int, etag: String)] = []
         for r in try S3XML.records(body, container: "Part") {
             guard let n = r["PartNumber"].flatMap(Int.init), let etag = r["ETag"] else {

@@ -43,7 +43,7 @@ extension S3RESTResponder {
                     case .data(let bytes):
                         if current?.name == "file" {
                             try writer?.write(bytes)
-                            if let max = policy?.maxSize, let w = writer, w.size > max {
+                            if let w = writer, w.size > maxObjectBytes || w.size > policy?.maxSize ?? .max {
                                 throw S3Error.named("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size")
                             }
                         } else {

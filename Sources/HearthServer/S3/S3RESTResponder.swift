@@ -17,9 +17,17 @@ public struct S3RESTResponder: HTTPResponder {
     let store: ObjectStore
     let auth: S3Authenticator
     let logger: Logger
-    static let maxObjectSize: Int64 = 5 * 1024 * 1024 * 1024
+    /// The largest object a PUT, a part or a POST form may carry (``RequestLimits``, 5 GiB by default).
+    let maxObjectBytes: Int64
+    /// The largest XML document (multipart completion, batch delete) a request may carry.
+    let maxRequestBytes: Int
 
-    public init(store: ObjectStore, emulator: Bool, logger: Logger) {
+    public init(
+        store: ObjectStore, emulator: Bool, logger: Logger, maxObjectBytes: Int64 = RequestLimits.defaultObjectBytes,
+        maxRequestBytes: Int = RequestLimits.defaultRequestBytes[.s3]!
+    ) {
+        self.maxObjectBytes = maxObjectBytes
+        self.maxRequestBytes = maxRequestBytes
         self.store = store
         self.auth = S3Authenticator(store: store, emulator: emulator)
         self.logger = logger
@@ -163,7 +171,7 @@ public struct S3RESTResponder: HTTPResponder {
     }
 
     func deleteObjects(_ request: inout Request, bucket: String, caller: S3Authenticator.Caller) async throws -> Response {
-        let body = try await Self.smallBody(&request, caller)
+        let body = try await Self.smallBody(&request, caller, limit: maxRequestBytes)
         let text = String(decoding: body, as: UTF8.self)
         let keys = try S3XML.records(text, container: "Object").compactMap { $0["Key"] }
         guard !keys.isEmpty, keys.count <= 1000 else { throw S3Error.named("MalformedXML", "The request must name 1 to 1000 objects.") }
@@ -189,12 +197,19 @@ public struct S3RESTResponder: HTTPResponder {
     static func isoDate(_ t: Timestamp) -> String { Timestamp(seconds: t.seconds, nanos: t.nanos - t.nanos % 1_000_000).rfc3339 }
 
     /// A small request body (XML documents), decoded and verified like any payload.
-    static func smallBody(_ request: inout Request, _ caller: S3Authenticator.Caller) async throws -> [UInt8] {
+    /// Refused as S3 refuses an oversized document: `MaxMessageLengthExceeded`, before reading
+    /// when `Content-Length` already says so.
+    static func smallBody(_ request: inout Request, _ caller: S3Authenticator.Caller, limit: Int) async throws -> [UInt8] {
+        let tooLarge = S3Error.named("MaxMessageLengthExceeded", "Your request was too big.")
+        // aws-chunked bodies carry framing besides the document: those are counted as decoded.
+        var framed = false
+        if case .chunked = caller.payload { framed = true }
+        if !framed, let declared = request.declaredContentLength, declared > limit { throw tooLarge }
         var decoder = PayloadDecoder(mode: caller.payload, declaredTrailer: request.headers[HTTPField.Name("x-amz-trailer")!])
         var out: [UInt8] = []
         for try await chunk in request.body {
             out += try decoder.feed(chunk.readableBytesView)
-            if out.count > 2 << 20 { throw S3Error.named("MalformedXML", "The request document is larger than 2 MiB.") }
+            if out.count > limit { throw tooLarge }
         }
         try decoder.finish(decodedLengthHeader: nil)
         return out

@@ -189,12 +189,16 @@ extension StorageRESTResponder {
         case "media":
             guard let name = p("name") else { throw HearthError.invalidArgument("Missing the object name (?name=).") }
             try StorageNames.validateObject(name)
+            try RequestTooLarge.checkDeclaredObject(request.headers[.contentLength].flatMap { Int64($0) }, limit: maxObjectBytes)
             let writer = try store.beginUpload()
             do {
-                for try await chunk in request.body { try writer.write(chunk.readableBytesView) }
+                for try await chunk in request.body {
+                    try RequestTooLarge.checkObject(size: writer.size, adding: chunk.readableBytes, limit: maxObjectBytes)
+                    try writer.write(chunk.readableBytesView)
+                }
             } catch {
                 writer.abort()
-                throw error as? HearthError ?? HearthError.invalidArgument("The upload was interrupted.")
+                throw Self.uploadFailure(error)
             }
             let o = try await store.commit(
                 writer, bucket: bucket, name: name, attributes: ObjectAttributes(contentType: request.headers[.contentType]),
@@ -223,6 +227,7 @@ extension StorageRESTResponder {
                         case .mediaStart(let type):
                             if attributes.contentType == nil { attributes.contentType = type }
                         case .media(let bytes):
+                            try RequestTooLarge.checkObject(size: writer.size, adding: bytes.count, limit: maxObjectBytes)
                             try writer.write(bytes)
                         case .end:
                             break
@@ -234,7 +239,7 @@ extension StorageRESTResponder {
                 try StorageNames.validateObject(name)
             } catch {
                 writer.abort()
-                throw error as? HearthError ?? HearthError.invalidArgument("The upload was interrupted.")
+                throw Self.uploadFailure(error)
             }
             let o = try await commitChecked(writer, bucket, name!, attributes, preconditions, md5: expectedMD5, crc: expectedCRC)
             return HTTPSupport.json(Self.objectJSON(o, base))
@@ -245,6 +250,7 @@ extension StorageRESTResponder {
             guard let name, !name.isEmpty else { throw HearthError.invalidArgument("The upload names no object.") }
             try StorageNames.validateObject(name)
             let declared = request.headers[HTTPField.Name("X-Upload-Content-Length")!].flatMap { Int64($0) }
+            try RequestTooLarge.checkDeclaredObject(declared, limit: maxObjectBytes)
             let id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
             sessions.add(
                 UploadSessions.Session(
@@ -300,6 +306,7 @@ extension StorageRESTResponder {
             start = range.bytes?.lowerBound
             total = range.total
         }
+        try RequestTooLarge.checkDeclaredObject(total, limit: maxObjectBytes)
         if let start { try await append(&request, to: session, from: start) }
         let size = session.writer.size
         if let total, size == total {

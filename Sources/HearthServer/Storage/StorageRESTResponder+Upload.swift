@@ -36,15 +36,19 @@ extension StorageRESTResponder {
         var attributes = ObjectAttributes(contentType: contentType ?? "application/octet-stream")
         attributes.downloadTokens = nil
         let declared = request.headers[.contentLength].flatMap { Int64($0) }
+        try RequestTooLarge.checkDeclaredObject(declared, limit: maxObjectBytes)
         if let declared {
             try await precheck(identity, bucket, name, declared, attributes)
         }
         let writer = try store.beginUpload()
         do {
-            for try await chunk in request.body { try writer.write(chunk.readableBytesView) }
+            for try await chunk in request.body {
+                try RequestTooLarge.checkObject(size: writer.size, adding: chunk.readableBytes, limit: maxObjectBytes)
+                try writer.write(chunk.readableBytesView)
+            }
         } catch {
             writer.abort()
-            throw error as? HearthError ?? HearthError.invalidArgument("The upload was interrupted.")
+            throw Self.uploadFailure(error)
         }
         if let declared, declared != writer.size {
             writer.abort()
@@ -52,6 +56,12 @@ extension StorageRESTResponder {
         }
         let object = try await finish(writer, bucket: bucket, name: name, attributes: attributes, identity: identity)
         return HTTPSupport.json(StorageJSON.v0(object))
+    }
+
+    /// What a failed upload reports: the Hearth error or size refusal it met, else an interruption.
+    static func uploadFailure(_ error: any Error) -> any Error {
+        if error is HearthError || error is RequestTooLarge { return error }
+        return HearthError.invalidArgument("The upload was interrupted.")
     }
 
     /// An early refusal before any bytes are stored, from the declared size.
@@ -102,6 +112,7 @@ extension StorageRESTResponder {
                     case .mediaStart(let type):
                         if attributes.contentType == nil { attributes.contentType = type ?? "application/octet-stream" }
                     case .media(let bytes):
+                        try RequestTooLarge.checkObject(size: writer.size, adding: bytes.count, limit: maxObjectBytes)
                         try writer.write(bytes)
                     case .end:
                         break
@@ -112,7 +123,7 @@ extension StorageRESTResponder {
             try parser.finish()
         } catch {
             writer.abort()
-            throw error as? HearthError ?? HearthError.invalidArgument("The upload was interrupted.")
+            throw Self.uploadFailure(error)
         }
         if objectName != name {
             writer.abort()
@@ -134,6 +145,7 @@ extension StorageRESTResponder {
             guard let n = Int64(s), n >= 0 else { throw HearthError.invalidArgument("Invalid X-Goog-Upload-Content-Length \"\(s)\".") }
             declared = n
         }
+        try RequestTooLarge.checkDeclaredObject(declared, limit: maxObjectBytes)
         try await precheck(identity, bucket, name, declared ?? 0, attributes)
         let id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         sessions.add(
@@ -220,12 +232,15 @@ extension StorageRESTResponder {
                     view = view.dropFirst(n)
                     skip -= Int64(n)
                 }
+                try RequestTooLarge.checkObject(size: session.writer.size, adding: view.count, limit: maxObjectBytes)
                 if !view.isEmpty { try session.writer.write(view) }
                 if let d = session.declaredSize, session.writer.size > d {
                     throw HearthError.invalidArgument("The upload is larger than its declared \(d) bytes.")
                 }
             }
         } catch let e as HearthError {
+            throw e
+        } catch let e as RequestTooLarge {
             throw e
         } catch {
             throw HearthError.invalidArgument("The upload chunk was interrupted after \(session.writer.size) bytes.")

@@ -20,8 +20,17 @@ public struct StorageRESTResponder: HTTPResponder {
     let project: String
     let sessions: UploadSessions
     let logger: Logger
+    /// The largest object an upload may make (``RequestLimits``, 5 GiB by default).
+    let maxObjectBytes: Int64
+    /// The largest metadata body (JSON) of a non-upload request.
+    let maxRequestBytes: Int
 
-    public init(store: ObjectStore, authenticator: Authenticator, security: StorageSecurity, project: String, logger: Logger) {
+    public init(
+        store: ObjectStore, authenticator: Authenticator, security: StorageSecurity, project: String, logger: Logger,
+        maxObjectBytes: Int64 = RequestLimits.defaultObjectBytes, maxRequestBytes: Int = RequestLimits.defaultRequestBytes[.storage]!
+    ) {
+        self.maxObjectBytes = maxObjectBytes
+        self.maxRequestBytes = maxRequestBytes
         self.store = store
         self.authenticator = authenticator
         self.security = security
@@ -46,6 +55,17 @@ public struct StorageRESTResponder: HTTPResponder {
                     status: .preconditionFailed)
             }
             return HTTPSupport.googleError(e)
+        } catch let e as RequestTooLarge {
+            // Cloud Storage's 413, in its JSON error shape (google-cloud-storage: a GoogleAPICallError with code 413).
+            let message = e.subject == .body
+                ? "The metadata body is larger than the limit of \(e.limit) bytes."
+                : "The object is larger than the limit of \(e.limit) bytes."
+            return HTTPSupport.json(
+                .object([("error", .object([
+                    ("code", .number(413)), ("message", .string(message)),
+                    ("errors", .array([.object([("message", .string(message)), ("domain", .string("global")), ("reason", .string("uploadTooLarge"))])])),
+                ]))]),
+                status: .contentTooLarge)
         } catch {
             logger.error("storage internal error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
             return HTTPSupport.googleError(HearthError(.internal, "Internal error."))
@@ -239,9 +259,7 @@ public struct StorageRESTResponder: HTTPResponder {
 
     func jsonBody(_ request: inout Request) async throws -> JSON {
         let buffer: ByteBuffer
-        do { buffer = try await request.collectBody(upTo: 1 << 20) } catch {
-            throw HearthError.invalidArgument("The metadata body is larger than 1 MiB.")
-        }
+        buffer = try await request.collectBody(limit: maxRequestBytes)
         if buffer.readableBytes == 0 { return .object([]) }
         return try JSON.parse(buffer.readableBytesView)
     }
