@@ -118,6 +118,18 @@ public class Query: @unchecked Sendable {
         return .field(path, op, try documentIDReference(parsed, raw: value))
     }
 
+    /// The reference an id names below the query's collection (a path below its parent for
+    /// collection groups), refused with the Apple SDK's message for where it was given: `slash`
+    /// for a path in a plain collection's query, `oddPath` for a path that is not a document's.
+    func reference(_ id: String, slash: String, oddPath: (String) -> String) throws -> Google_Firestore_V1_Value {
+        if !allDescendants && id.contains("/") { throw Self.invalid(slash) }
+        let path = queryPath + id.split(separator: "/").map(String.init)
+        guard path.count % 2 == 0 else { throw Self.invalid(oddPath(path.joined(separator: "/"))) }
+        var reference = Google_Firestore_V1_Value()
+        reference.referenceValue = firestore.documentName(path.joined(separator: "/"))
+        return reference
+    }
+
     /// A document-ID filter value: a plain id (a path for collection groups) or a reference.
     func documentIDReference(_ value: Google_Firestore_V1_Value, raw: Any) throws -> Google_Firestore_V1_Value {
         switch value.valueType {
@@ -126,16 +138,9 @@ public class Query: @unchecked Sendable {
             if id.isEmpty {
                 throw Self.invalid("Invalid query. When querying by document ID you must provide a valid document ID, but it was an empty string.")
             }
-            if !allDescendants && id.contains("/") {
-                throw Self.invalid("Invalid query. When querying a collection by document ID you must provide a plain document ID, but '\(id)' contains a '/' character.")
-            }
-            let path = queryPath + id.split(separator: "/").map(String.init)
-            guard path.count % 2 == 0 else {
-                throw Self.invalid("Invalid query. When querying a collection group by document ID, the value provided must result in a valid document path, but '\(path.joined(separator: "/"))' is not because it has an odd number of segments.")
-            }
-            var reference = Google_Firestore_V1_Value()
-            reference.referenceValue = firestore.documentName(path.joined(separator: "/"))
-            return reference
+            return try reference(
+                id, slash: "Invalid query. When querying a collection by document ID you must provide a plain document ID, but '\(id)' contains a '/' character.",
+                oddPath: { "Invalid query. When querying a collection group by document ID, the value provided must result in a valid document path, but '\($0)' is not because it has an odd number of segments." })
         default:
             throw Self.invalid("Invalid query. When querying by document ID you must provide a valid string or DocumentReference, but it was of type: \(type(of: raw))")
         }
@@ -233,16 +238,9 @@ public class Query: @unchecked Sendable {
             guard case .stringValue(let id) = value.valueType else {
                 throw Self.invalid("Invalid query. Expected a string for the document ID.")
             }
-            if !allDescendants && id.contains("/") {
-                throw Self.invalid("Invalid query. When querying a collection and ordering by document ID, you must pass a plain document ID, but '\(id)' contains a slash.")
-            }
-            let path = queryPath + id.split(separator: "/").map(String.init)
-            guard path.count % 2 == 0 else {
-                throw Self.invalid("Invalid query. When querying a collection group and ordering by document ID, you must pass a value that results in a valid document path, but '\(path.joined(separator: "/"))' is not because it contains an odd number of segments.")
-            }
-            var reference = Google_Firestore_V1_Value()
-            reference.referenceValue = firestore.documentName(path.joined(separator: "/"))
-            values.append(reference)
+            values.append(try reference(
+                id, slash: "Invalid query. When querying a collection and ordering by document ID, you must pass a plain document ID, but '\(id)' contains a slash.",
+                oddPath: { "Invalid query. When querying a collection group and ordering by document ID, you must pass a value that results in a valid document path, but '\($0)' is not because it contains an odd number of segments." }))
         }
         return QueryBound(values: values, inclusive: inclusive)
     }

@@ -65,23 +65,24 @@ struct SettingsLedger {
         settings.append(ResolvedSetting(name: name, value: secret && !value.isNull ? .string("(set, redacted)") : value, source: source, secret: secret))
     }
 
+    /// The order every setting is decided in: the flag, else the environment variable (`parse`
+    /// refuses a value it cannot read: never silently ignored), else the file's key, else the default.
+    private func pick<T>(
+        _ name: String, flag: T?, env: String?, parse: (String) throws -> T,
+        file: (source: SettingSource, value: T?)?, default fallback: T?
+    ) rethrows -> (T, SettingSource)? {
+        if let flag { return (flag, .flag("--\(name)")) }
+        if let env, let text = environment[env] { return (try parse(text), .environment(env)) }
+        if let file, let value = file.value { return (value, file.source) }
+        return fallback.map { ($0, .byDefault) }
+    }
+
     /// A text setting: the flag, else the environment variable, else the file's key, else the default.
     mutating func string(
         _ name: String, flag: String?, env: String? = nil, file: (source: SettingSource, value: String?)? = nil, default fallback: String? = nil,
         secret: Bool = false, shown: ((String) -> String)? = nil
     ) -> String? {
-        let found: (String, SettingSource)?
-        if let flag {
-            found = (flag, .flag("--\(name)"))
-        } else if let env, let value = environment[env] {
-            found = (value, .environment(env))
-        } else if let file, let value = file.value {
-            found = (value, file.source)
-        } else if let fallback {
-            found = (fallback, .byDefault)
-        } else {
-            found = nil
-        }
+        let found = pick(name, flag: flag, env: env, parse: { $0 }, file: file, default: fallback)
         record(name, found.map { JSON.string(shown?($0.0) ?? $0.0) } ?? .null, found?.1 ?? .byDefault, secret: secret)
         return found?.0
     }
@@ -98,19 +99,10 @@ struct SettingsLedger {
         _ name: String, flag: Int?, env: String? = nil, file: (source: SettingSource, value: Int?)? = nil, default fallback: Int? = nil,
         range: ClosedRange<Int>
     ) throws -> Int? {
-        let found: (Int, SettingSource)?
-        if let flag {
-            found = (flag, .flag("--\(name)"))
-        } else if let env, let text = environment[env] {
-            guard let n = Int(text.trimmingCharacters(in: .whitespaces)) else { throw ValidationError("\(env)=\(text) is not a whole number.") }
-            found = (n, .environment(env))
-        } else if let file, let value = file.value {
-            found = (value, file.source)
-        } else if let fallback {
-            found = (fallback, .byDefault)
-        } else {
-            found = nil
-        }
+        let found = try pick(name, flag: flag, env: env, parse: { text in
+            guard let n = Int(text.trimmingCharacters(in: .whitespaces)) else { throw ValidationError("\(env ?? name)=\(text) is not a whole number.") }
+            return n
+        }, file: file, default: fallback)
         if let (n, source) = found, !range.contains(n) {
             throw ValidationError("\(name) (\(source)) must be between \(range.lowerBound) and \(range.upperBound); it is \(n).")
         }
@@ -120,15 +112,10 @@ struct SettingsLedger {
 
     /// A number of seconds (or any decimal): as ``integer(_:flag:env:file:default:range:)``.
     mutating func decimal(_ name: String, flag: Double?, env: String, default fallback: Double, range: ClosedRange<Double>) throws -> Double {
-        let found: (Double, SettingSource)
-        if let flag {
-            found = (flag, .flag("--\(name)"))
-        } else if let text = environment[env] {
+        let found = try pick(name, flag: flag, env: env, parse: { text in
             guard let n = Double(text.trimmingCharacters(in: .whitespaces)) else { throw ValidationError("\(env)=\(text) is not a number.") }
-            found = (n, .environment(env))
-        } else {
-            found = (fallback, .byDefault)
-        }
+            return n
+        }, file: nil, default: fallback) ?? (fallback, .byDefault)
         guard found.0.isFinite, range.contains(found.0) else {
             throw ValidationError("--\(name) must be between \(range.lowerBound) and \(range.upperBound).")
         }
