@@ -14,6 +14,7 @@ final class RestartableServer: @unchecked Sendable {
     let directory: URL
     private(set) var ports: [String: Int] = [:]
     private var process: Process?
+    private var restartAttempts = 0
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-offline-\(UUID().uuidString)")
@@ -55,7 +56,14 @@ final class RestartableServer: @unchecked Sendable {
                 }
                 return
             }
-            guard process.isRunning else { throw CocoaError(.executableLoad) }
+            guard process.isRunning else {
+                // A restart on the killed server's ports can find one still held for a moment
+                // (the kernel closing its connections): the server exits; try again shortly.
+                guard !ports.isEmpty, restartAttempts < 20 else { throw CocoaError(.executableLoad) }
+                restartAttempts += 1
+                try await Task.sleep(for: .milliseconds(500))
+                return try await start()
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw CocoaError(.executableLoad)
