@@ -99,6 +99,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Store conformance suites that run against every backend of an engine's persistence protocol:
+        // in-memory, SQLite, PostgreSQL. Used only by test targets.
+        .target(
+            name: "HearthStoreConformance",
+            dependencies: ["HearthCore", "HearthDocuments"],
+            path: "Sources/HearthStoreConformance",
+            swiftSettings: swiftSettings
+        ),
         // C shims for HearthStorage: hardware CRC-32C behind a runtime CPU check, early writeback. No dependencies.
         .target(name: "HearthCShims"),
         // Objects and buckets: metadata behind its ObjectMetadataStore protocol, bytes in a blob store — no HTTP, no SQL.
@@ -325,7 +333,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthDocumentsTests",
-            dependencies: ["HearthCore", "HearthDocuments", "HearthSQLite"],
+            dependencies: ["HearthCore", "HearthDocuments", "HearthSQLite", "HearthStoreConformance"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -8,13 +8,6 @@ extension DocumentEngine {
 
     /// How many documents a database holds, counting stops at `limit` (for overviews).
     public func countDocuments(database: String, upTo limit: Int) async throws -> Int {
-        try await store.read { reader in
-            var count = 0
-            try reader.scanDocuments(database, .descendants(.root), KeyRange(lower: nil, upper: nil), reverse: false) { _ in
-                count += 1
-                return count < limit
-            }
-            return count
-        }
+        try await store.countDocuments(database, upTo: limit)
     }
 }

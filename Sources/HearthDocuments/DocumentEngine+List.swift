@@ -28,13 +28,14 @@ extension DocumentEngine {
             let db = database.database
             let collection = query.collectionPath
             let query = query
-            let (docs, missing) = try await store.read { [self] r in
-                let nq = try NormalizedQuery(query, database: database)
-                let docs = try self.executeQuery(nq, r, readTime: readTime)
-                let existing = Set(docs.map(\.path))
-                let missing = try r.descendantParents(db, collection: collection).filter { !existing.contains($0) }
-                return (docs, missing)
-            }
+            let nq = try NormalizedQuery(query, database: database)
+            let execution = execution(nq, readTime: readTime)
+            // The documents and the parents of missing ones, from one snapshot.
+            let read = try await store.snapshot(
+                DocumentSnapshotRead(database: db, at: readTime, scans: execution.scans, parentsBelow: collection))
+            let docs = execution.finish(read.scans).documents
+            let existing = Set(docs.map(\.path))
+            let missing = read.parents.filter { !existing.contains($0) }
             return ListResult(documents: docs.map { $0.masked(mask) }, missing: missing.sorted(), nextPageToken: nil, readTime: readTime ?? clock.current())
         }
         let size = (pageSize ?? 0) == 0 ? 300 : pageSize!

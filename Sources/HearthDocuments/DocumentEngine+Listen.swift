@@ -107,8 +107,8 @@ extension DocumentEngine {
         }
     }
 
-    /// Reads a target's documents at one exact snapshot: inside a single read transaction,
-    /// together with the time of the last commit that transaction sees.
+    /// Reads a target's documents at one exact snapshot: one ``DocumentStore/snapshot(_:)``,
+    /// together with the time of the last commit that snapshot includes.
     func loadListenTarget(_ database: DatabaseName, _ request: ListenStateMachine.LoadRequest) async throws -> ListenLoadResult {
         let db = database.database
         let floor = feed.startPosition
@@ -117,18 +117,17 @@ extension DocumentEngine {
         var previous: [Document]?
         switch request.spec {
         case .documents(let paths):
-            (documents, snapshot) = try await store.read { r in
-                (try paths.compactMap { try r.document(db, $0) }, try r.lastCommitTime() ?? floor)
-            }
+            let read = try await store.snapshot(DocumentSnapshotRead(database: db, paths: paths, readsLastCommitTime: true))
+            (documents, snapshot) = (read.documents.compactMap { $0 }, read.lastCommitTime ?? floor)
             if let at = request.previousAt {
                 previous = try? await batchGet(database, paths, consistency: .readTime(at)).documents.compactMap { $0 }
             }
         case .query(let query):
             let nq = try NormalizedQuery(query, database: database)
             try await ensureIndexes(for: nq)
-            (documents, snapshot) = try await store.read { [self] r in
-                (try self.executeQuery(nq, r, readTime: nil), try r.lastCommitTime() ?? floor)
-            }
+            let execution = execution(nq, readTime: nil)
+            let read = try await store.snapshot(DocumentSnapshotRead(database: db, scans: execution.scans, readsLastCommitTime: true))
+            (documents, snapshot) = (execution.finish(read.scans).documents, read.lastCommitTime ?? floor)
             if let at = request.previousAt {
                 previous = try? await runQuery(database, query, consistency: .readTime(at)).documents
             }

@@ -16,13 +16,7 @@ extension DocumentEngine {
         let nq = try NormalizedQuery(query, database: database)
         try await ensureIndexes(for: nq)
         let (readTime, txn) = try snapshot(for: consistency, database: database)
-        let execute = { [self] in
-            try await store.read { [self] r in
-                var skipped = 0
-                let docs = try self.executeQuery(nq, r, readTime: readTime, skipped: &skipped)
-                return (docs, skipped)
-            }
-        }
+        let execute = { [self] in try await self.executeQuery(nq, readTime: readTime) }
         var (docs, skipped) = try await execute()
         if let lock = txn?.lock {
             // A read-write transaction locks every document the query returns. One may have
@@ -149,57 +143,89 @@ extension DocumentEngine {
 
     // MARK: Execution
 
-    func executeQuery(_ nq: NormalizedQuery, _ r: any DocumentReader, readTime: Timestamp?) throws -> [Document] {
-        var skipped = 0
-        return try executeQuery(nq, r, readTime: readTime, skipped: &skipped)
+    /// A query worked out as the scans it needs (all read from one snapshot) and how their
+    /// results combine into the answer.
+    struct QueryExecution: Sendable {
+        var scans: [DocumentScan]
+        /// The documents (after the offset) and how many the offset skipped, from the scans' results.
+        var finish: @Sendable ([[Document]]) -> (documents: [Document], skipped: Int)
     }
 
-    func executeQuery(_ nq: NormalizedQuery, _ r: any DocumentReader, readTime: Timestamp?, skipped: inout Int) throws -> [Document] {
-        if let readTime { return try executeAtReadTime(nq, r, readTime, skipped: &skipped) }
+    /// Runs a query over one snapshot of the store (now, or at a past time from the history).
+    func executeQuery(_ nq: NormalizedQuery, readTime: Timestamp?) async throws -> (documents: [Document], skipped: Int) {
+        let execution = execution(nq, readTime: readTime)
+        if execution.scans.isEmpty { return execution.finish([]) }
+        let read = try await store.snapshot(DocumentSnapshotRead(database: nq.database.database, at: readTime, scans: execution.scans))
+        return execution.finish(read.scans)
+    }
+
+    /// The scans of a query: one per disjunct of its filter, each an index scan in query order
+    /// that stops at `offset + limit` matches, or (no index serves it) every document of the
+    /// scope with an in-memory sort. At a past time, every document of the scope as it was.
+    func execution(_ nq: NormalizedQuery, readTime: Timestamp?) -> QueryExecution {
         let q = nq.query
-        let need = q.limit.map { q.offset + $0 }
-        if need == 0 { return [] }
-        let disjuncts = q.filter.map(DNF.expand) ?? [[]]
-        var docs: [Document]
-        if disjuncts.count == 1 {
-            docs = try scan(nq, disjuncts[0], r, need: need)
-        } else {
-            var byPath: [ResourcePath: Document] = [:]
-            for d in disjuncts {
-                for doc in try scan(nq, d, r, need: need) { byPath[doc.path] = doc }
+        let matches: @Sendable (Document) -> Bool = { nq.matches($0) }
+        if readTime != nil {
+            // At a past time: every document of the scope then (now, plus those changed since,
+            // resolved to their state at the time), sorted here.
+            return QueryExecution(scans: [DocumentScan(.documents(scope(nq)), filter: matches)]) { results in
+                var docs = results[0].sorted { nq.compare($0, $1) < 0 }
+                let skipped = min(q.offset, docs.count)
+                docs = Array(docs.dropFirst(q.offset))
+                if let l = q.limit, docs.count > l { docs.removeLast(docs.count - l) }
+                return (docs, skipped)
             }
-            docs = byPath.values.sorted { nq.compare($0, $1) < 0 }
-            if let need, docs.count > need { docs.removeLast(docs.count - need) }
         }
-        skipped = min(q.offset, docs.count)
-        if q.offset > 0 { docs = Array(docs.dropFirst(q.offset)) }
-        return docs
-    }
-
-    /// Reads at a past time: every document in scope now, plus those changed since, resolved
-    /// to their state at `readTime`.
-    func executeAtReadTime(_ nq: NormalizedQuery, _ r: any DocumentReader, _ readTime: Timestamp, skipped: inout Int) throws -> [Document] {
-        let db = nq.database.database
-        var paths = Set<ResourcePath>()
-        try r.scanDocuments(db, scope(nq), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
-            paths.insert(doc.path)
-            return true
+        let need = q.limit.map { q.offset + $0 }
+        if need == 0 { return QueryExecution(scans: []) { _ in ([], 0) } }
+        let disjuncts = q.filter.map(DNF.expand) ?? [[]]
+        // Per disjunct: the index of its scan among `scans` (nil: an empty range, nothing to
+        // read) and whether its results still need sorting (no plan).
+        var scans: [DocumentScan] = []
+        var parts: [(scan: Int?, sort: Bool)] = []
+        for d in disjuncts {
+            guard let plan = plan(nq, d) else {
+                parts.append((scans.count, true))
+                scans.append(DocumentScan(.documents(scope(nq)), filter: matches))
+                continue
+            }
+            let range = keyRange(plan, nq, d)
+            if range.isEmpty {
+                parts.append((nil, false))
+                continue
+            }
+            let source: DocumentScanSource
+            switch plan.source {
+            case .names: source = .documents(scope(nq))
+            case .index(let scopeKey): source = .index(scope: scopeKey)
+            }
+            parts.append((scans.count, false))
+            scans.append(DocumentScan(source, range: range, reverse: plan.reverse, limit: need, filter: matches))
         }
-        var docs: [Document] = []
-        for p in paths.union(try changedPaths(nq, r, since: readTime)) {
-            if let d = try r.document(db, p, at: readTime), nq.matches(d) { docs.append(d) }
+        let combine = parts
+        return QueryExecution(scans: scans) { results in
+            func part(_ i: Int) -> [Document] {
+                guard let s = combine[i].scan else { return [] }
+                guard combine[i].sort else { return results[s] }
+                var out = results[s].sorted { nq.compare($0, $1) < 0 }
+                if let need, out.count > need { out.removeLast(out.count - need) }
+                return out
+            }
+            var docs: [Document]
+            if combine.count == 1 {
+                docs = part(0)
+            } else {
+                var byPath: [ResourcePath: Document] = [:]
+                for i in combine.indices {
+                    for doc in part(i) { byPath[doc.path] = doc }
+                }
+                docs = byPath.values.sorted { nq.compare($0, $1) < 0 }
+                if let need, docs.count > need { docs.removeLast(docs.count - need) }
+            }
+            let skipped = min(q.offset, docs.count)
+            if q.offset > 0 { docs = Array(docs.dropFirst(q.offset)) }
+            return (docs, skipped)
         }
-        docs.sort { nq.compare($0, $1) < 0 }
-        let q = nq.query
-        skipped = min(q.offset, docs.count)
-        docs = Array(docs.dropFirst(q.offset))
-        if let l = q.limit, docs.count > l { docs.removeLast(docs.count - l) }
-        return docs
-    }
-
-    func changedPaths(_ nq: NormalizedQuery, _ r: any DocumentReader, since: Timestamp) throws -> [ResourcePath] {
-        guard let history = r as? any DocumentHistoryReader else { return [] }
-        return try history.pathsChanged(nq.database.database, since: since).filter { nq.inScope($0) }
     }
 
     func scope(_ nq: NormalizedQuery) -> IndexScope {
@@ -356,38 +382,6 @@ extension DocumentEngine {
         return Plan(source: .index(scope: scope), prefix: prefix, columns: columns, nameDescending: def.fields.last?.mode == .descending, reverse: reverse)
     }
 
-    /// Runs one conjunction: an index scan when a plan exists, else a scan of the scope by name
-    /// with an in-memory sort (correct, but its cost follows the collection).
-    func scan(_ nq: NormalizedQuery, _ conjunction: [Query.Filter], _ r: any DocumentReader, need: Int?) throws -> [Document] {
-        let db = nq.database.database
-        var out: [Document] = []
-        guard let plan = plan(nq, conjunction) else {
-            try r.scanDocuments(db, scope(nq), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
-                if nq.matches(doc) { out.append(doc) }
-                return true
-            }
-            out.sort { nq.compare($0, $1) < 0 }
-            if let need, out.count > need { out.removeLast(out.count - need) }
-            return out
-        }
-        let range = keyRange(plan, nq, conjunction)
-        if range.isEmpty { return [] }
-        let visit: (Document) throws -> Bool = { doc in
-            if nq.matches(doc) { out.append(doc) }
-            return need.map { out.count < $0 } ?? true
-        }
-        switch plan.source {
-        case .names:
-            try r.scanDocuments(db, scope(nq), range, reverse: plan.reverse, visit)
-        case .index(let scopeKey):
-            try r.scanIndex(db, scope: scopeKey, range, reverse: plan.reverse) { entry in
-                guard let doc = try r.document(db, ResourcePath(parsing: entry.document)) else { return true }
-                return try visit(doc)
-            }
-        }
-        return out
-    }
-
     // MARK: Key ranges
 
     /// The key range a plan scans: the prefix, narrowed by inequalities on the first column
@@ -477,9 +471,4 @@ extension DocumentEngine {
         if desc { return KeyRange(lower: prefix + [~hi], upper: prefix + [~lo + 1]) }
         return KeyRange(lower: prefix + [lo], upper: prefix + [hi + 1])
     }
-}
-
-/// Optional capability of readers that keep version history.
-public protocol DocumentHistoryReader {
-    func pathsChanged(_ database: String, since: Timestamp) throws -> [ResourcePath]
 }

@@ -204,13 +204,16 @@ extension DocumentEngine {
     /// and its locks.
     func verifyQueries(_ check: TransactionCheck, _ database: DatabaseName) async throws {
         guard !check.queries.isEmpty else { return }
-        try await store.read { [self] r in
-            for (q, seen) in check.queries {
-                let now = try self.executeQuery(q, r, readTime: nil)
-                let current = Dictionary(now.map { ($0.path, $0.updateTime) }, uniquingKeysWith: { a, _ in a })
-                if current != seen {
-                    throw HearthError(.aborted, "Transaction aborted: the results of a query it ran changed before it committed; retry the transaction.")
-                }
+        // Every query from one snapshot: their scans in one read, split again.
+        let executions = check.queries.map { execution($0.0, readTime: nil) }
+        let read = try await store.snapshot(DocumentSnapshotRead(database: database.database, scans: executions.flatMap(\.scans)))
+        var next = 0
+        for (execution, (_, seen)) in zip(executions, check.queries) {
+            let now = execution.finish(Array(read.scans[next..<(next + execution.scans.count)])).documents
+            next += execution.scans.count
+            let current = Dictionary(now.map { ($0.path, $0.updateTime) }, uniquingKeysWith: { a, _ in a })
+            if current != seen {
+                throw HearthError(.aborted, "Transaction aborted: the results of a query it ran changed before it committed; retry the transaction.")
             }
         }
     }

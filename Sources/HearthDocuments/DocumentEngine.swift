@@ -619,10 +619,7 @@ public final class DocumentEngine: Sendable {
         guard let readTime else { return try await store.collectionIds(db, parent: parent) }
         // At a past time: the collections of the documents that existed then.
         let nq = try NormalizedQuery(Query(parent: parent, collectionId: "", allDescendants: true), database: database)
-        let docs = try await store.read { [self] r in
-            var skipped = 0
-            return try self.executeAtReadTime(nq, r, readTime, skipped: &skipped)
-        }
+        let docs = try await executeQuery(nq, readTime: readTime).documents
         var ids: [String] = []
         var seen = Set<[UInt8]>()
         for d in docs where d.path.segments.count > parent.segments.count {

@@ -50,32 +50,120 @@ public struct KeyRange: Sendable, Equatable {
     }
 }
 
-/// Read access to one consistent snapshot of the data. Implementations: SQLite, PostgreSQL.
-/// Calls are synchronous inside the snapshot's scope (like GRDB's `read { db in }`).
-public protocol DocumentReader {
-    func document(_ database: String, _ path: ResourcePath) throws -> Document?
-    /// Documents of a scope in `__name__` order, within a range of ``IndexKey/encodePath`` keys.
-    /// `visit` returns false to stop.
-    func scanDocuments(
-        _ database: String, _ scope: IndexScope, _ range: KeyRange, reverse: Bool,
-        _ visit: (Document) throws -> Bool
-    ) throws
-    /// Index entries of a scope within a key range, in key order (or reversed). `visit` returns false to stop.
-    func scanIndex(
-        _ database: String, scope: String, _ range: KeyRange, reverse: Bool, _ visit: (IndexEntry) throws -> Bool
-    ) throws
-    /// Ids of the collections directly under a document (or the root).
-    func collectionIds(_ database: String, parent: ResourcePath) throws -> [String]
-    /// Whether any document lies strictly below the path (used for missing documents with children).
-    func hasDescendants(_ database: String, _ path: ResourcePath) throws -> Bool
-    /// Document paths below a prefix that have children but may not exist (for `showMissing`).
-    func descendantParents(_ database: String, collection: ResourcePath) throws -> [ResourcePath]
-    /// Composite index definitions created so far (declared or automatic).
-    func indexDefinitions() throws -> [IndexDefinition]
-    /// The state of a document at a past time, from the version history (nil: did not exist).
-    func document(_ database: String, _ path: ResourcePath, at time: Timestamp) throws -> Document?
-    /// The most recent commit time.
-    func lastCommitTime() throws -> Timestamp?
+extension IndexScope {
+    /// Whether a document path lies in the scope (by its path alone).
+    public func contains(_ path: ResourcePath) -> Bool {
+        guard path.isDocument else { return false }
+        switch self {
+        case .collection(let p): return path.parent == p
+        case .group(let id): return path.collectionId == id
+        case .descendants(let p): return p.isPrefix(of: path) && path.segments.count > p.segments.count
+        }
+    }
+}
+
+extension KeyRange {
+    /// Every key.
+    public static let all = KeyRange(lower: nil, upper: nil)
+
+    /// Whether `key` lies in the range.
+    public func contains(_ key: [UInt8]) -> Bool {
+        if let lower, key.lexicographicallyPrecedes(lower) { return false }
+        if let upper, !key.lexicographicallyPrecedes(upper) { return false }
+        return true
+    }
+}
+
+/// Where a ``DocumentScan`` reads.
+public enum DocumentScanSource: Sendable, Hashable {
+    /// The documents of a scope in `__name__` order, keyed by ``IndexKey/encodePath(_:)`` of their
+    /// paths. `.descendants` (kindless queries, counts) is unordered and takes only ``KeyRange/all``.
+    case documents(IndexScope)
+    /// The entries of an index scope (an ``IndexScope/key``, as ``IndexEntry/scope`` stores it) in
+    /// key order, each followed to the document it points at (an entry whose document is missing
+    /// is skipped). Only now: index entries keep no history.
+    case index(scope: String)
+}
+
+/// One scan of a ``DocumentSnapshotRead``: a key range of a source, in key order or reversed,
+/// kept through a filter until a limit. The store runs `filter` on each document as it reads
+/// and stops once `limit` documents passed, so a query's cost follows its result (the index
+/// entries and documents it reads), as in a row-by-row scan — whether the store reads rows one
+/// by one (SQLite) or in pages from a cursor (PostgreSQL).
+public struct DocumentScan: Sendable {
+    public var source: DocumentScanSource
+    public var range: KeyRange
+    public var reverse: Bool
+    /// Keeps the documents it accepts (nil: all). Pure and synchronous, no I/O, like a commit's plan.
+    public var filter: (@Sendable (Document) -> Bool)?
+    /// The most documents to keep (nil: every one in the range).
+    public var limit: Int?
+
+    public init(
+        _ source: DocumentScanSource, range: KeyRange = .all, reverse: Bool = false, limit: Int? = nil,
+        filter: (@Sendable (Document) -> Bool)? = nil
+    ) {
+        self.source = source
+        self.range = range
+        self.reverse = reverse
+        self.limit = limit
+        self.filter = filter
+    }
+}
+
+/// What one ``DocumentStore/snapshot(_:)`` reads: point reads, scans, the parents of missing
+/// documents and the last commit time of a database, all from **one** consistent snapshot.
+public struct DocumentSnapshotRead: Sendable {
+    public var database: String
+    /// nil: as the data is now. A past time: `paths` and `scans` read the state at that time from
+    /// the version history (only ``DocumentScanSource/documents(_:)`` scans then; `.index` throws).
+    public var time: Timestamp?
+    /// Documents read by path (any number, repeats allowed).
+    public var paths: [ResourcePath]
+    public var scans: [DocumentScan]
+    /// A collection whose document paths that have sub-collections are listed (List's
+    /// `showMissing`), as they are now (the history keeps no parents).
+    public var parentsBelow: ResourcePath?
+    /// Whether to read the last commit time the snapshot includes.
+    public var readsLastCommitTime: Bool
+
+    public init(
+        database: String, at time: Timestamp? = nil, paths: [ResourcePath] = [], scans: [DocumentScan] = [],
+        parentsBelow: ResourcePath? = nil, readsLastCommitTime: Bool = false
+    ) {
+        self.database = database
+        self.time = time
+        self.paths = paths
+        self.scans = scans
+        self.parentsBelow = parentsBelow
+        self.readsLastCommitTime = readsLastCommitTime
+    }
+}
+
+/// The answer to a ``DocumentSnapshotRead``, part by part.
+public struct DocumentSnapshot: Sendable {
+    /// One per path asked, in order (nil: missing).
+    public var documents: [Document?]
+    /// One per scan asked, in order: the documents it kept, in scan order.
+    public var scans: [[Document]]
+    /// The document paths below ``DocumentSnapshotRead/parentsBelow`` (one level below the
+    /// collection) that have documents under them, whether or not they exist; unordered.
+    public var parents: [ResourcePath]
+    /// The most recent commit time the snapshot includes, when asked (nil: none yet, or not asked).
+    public var lastCommitTime: Timestamp?
+
+    public init(documents: [Document?], scans: [[Document]], parents: [ResourcePath], lastCommitTime: Timestamp?) {
+        self.documents = documents
+        self.scans = scans
+        self.parents = parents
+        self.lastCommitTime = lastCommitTime
+    }
+}
+
+/// A store was asked for something its contract excludes (a caller's bug, never the client's).
+public enum DocumentStoreMisuse: Error, Sendable, Equatable {
+    /// An index scan at a past time: index entries keep no history.
+    case indexScanAtPastTime
 }
 
 /// A document a commit's plan (or the security rules judging it) read, as it was then: the
@@ -150,7 +238,18 @@ public enum DocumentStoreConflict: Error, Sendable, Equatable {
 }
 
 /// The persistence an engine runs on — the seam every backend implements (SQLite today,
-/// PostgreSQL next). Reads see a consistent snapshot. A commit is planned and judged by the
+/// PostgreSQL next). Every member is one `async` operation that the store runs in one
+/// transaction, with callbacks that are only pure, synchronous functions (a commit's plan, a
+/// scan's filter), so an asynchronous driver implements each directly.
+///
+/// **Snapshots.** Each read operation sees one consistent snapshot: everything one operation
+/// returns (all of a ``snapshot(_:)``'s parts, all of a ``documents(_:_:at:)``'s documents) is
+/// as of one instant, never half of a commit. The engine puts what must agree into one operation
+/// (a query's scans, a Listen target with its snapshot time, every query a transaction checks).
+/// Work that spans several operations pins a read time instead: reads at a past time come from
+/// the version history and are the same whenever they run (within the history's retention).
+///
+/// A commit is planned and judged by the
 /// engine *before* it reaches the store (so the security rules may read documents
 /// asynchronously, and no database lock is held while they do); the store then applies it
 /// atomically and durably, checking inside its own transaction that everything the plan read
@@ -158,20 +257,24 @@ public enum DocumentStoreConflict: Error, Sendable, Equatable {
 /// Nothing here holds a lock across an `await`: every callback the store makes is synchronous
 /// and pure (no I/O).
 public protocol DocumentStore: Sendable {
-    /// Runs `body` over one consistent snapshot (queries, List, Listen, counting: the scans
-    /// that have no asynchronous operation of their own yet).
-    func read<T: Sendable>(_ body: @escaping @Sendable (any DocumentReader) throws -> T) async throws -> T
+    /// Reads point documents, scans, missing documents' parents and the last commit time from
+    /// one consistent snapshot (queries and aggregations, List, Listen's targets, transactions'
+    /// query checks, reads at a past time). See ``DocumentSnapshotRead``.
+    func snapshot(_ request: DocumentSnapshotRead) async throws -> DocumentSnapshot
+
+    /// How many documents a database holds, counting stops at `limit` (overviews).
+    func countDocuments(_ database: String, upTo limit: Int) async throws -> Int
 
     // Point reads and the engine's metadata: asynchronous operations of their own, so that a
     // backend with an asynchronous driver implements them directly (no synchronous reader).
 
     /// The documents at `paths` (any number, repeats allowed), in order, nil for each missing
     /// one, all read from one consistent snapshot: as they are now (`time` nil), or as they were
-    /// at a past time — from the version history, like ``DocumentReader/document(_:_:at:)``.
+    /// at a past time — from the version history.
     func documents(_ database: String, _ paths: [ResourcePath], at time: Timestamp?) async throws -> [Document?]
 
     /// Ids of the collections directly under a document (or the root), as they are now, in
-    /// UTF-8 byte order, each once (``DocumentReader/collectionIds(_:parent:)``).
+    /// UTF-8 byte order, each once.
     func collectionIds(_ database: String, parent: ResourcePath) async throws -> [String]
 
     /// Composite index definitions created so far (declared or automatic), by id.

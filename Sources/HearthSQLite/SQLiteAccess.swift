@@ -5,7 +5,7 @@ import Foundation
 
 /// Reader and writer over one GRDB connection, inside a read or write transaction.
 /// All SQL uses bound parameters; statements are cached per connection.
-struct SQLiteAccess: DocumentReader, DocumentHistoryReader {
+struct SQLiteAccess {
     let db: Database
 
     static func data(_ bytes: [UInt8]) -> Data { Data(bytes) }
@@ -63,6 +63,80 @@ struct SQLiteAccess: DocumentReader, DocumentHistoryReader {
         if let l = range.lower { args.append(data(l)) }
         if let u = range.upper { args.append(data(u)) }
         return args
+    }
+
+    // MARK: Snapshot reads
+
+    /// Every part of a ``DocumentSnapshotRead``, inside the caller's read transaction.
+    func snapshot(_ request: DocumentSnapshotRead) throws -> DocumentSnapshot {
+        let database = request.database
+        let documents: [Document?]
+        let scans: [[Document]]
+        if let time = request.time {
+            documents = try request.paths.map { try document(database, $0, at: time) }
+            scans = try request.scans.map { try scan(database, $0, at: time) }
+        } else {
+            documents = try request.paths.map { try document(database, $0) }
+            scans = try request.scans.map { try scan(database, $0) }
+        }
+        return DocumentSnapshot(
+            documents: documents, scans: scans,
+            parents: try request.parentsBelow.map { try descendantParents(database, collection: $0) } ?? [],
+            lastCommitTime: request.readsLastCommitTime ? try lastCommitTime() : nil)
+    }
+
+    /// One scan now: rows one by one, each document through the filter, until the limit.
+    func scan(_ database: String, _ scan: DocumentScan) throws -> [Document] {
+        if scan.limit == 0 || scan.range.isEmpty { return [] }
+        var out: [Document] = []
+        let filter = scan.filter, limit = scan.limit
+        let visit: (Document) throws -> Bool = { doc in
+            if filter?(doc) ?? true { out.append(doc) }
+            return limit.map { out.count < $0 } ?? true
+        }
+        switch scan.source {
+        case .documents(let scope):
+            try scanDocuments(database, scope, scan.range, reverse: scan.reverse, visit)
+        case .index(let scope):
+            try scanIndex(database, scope: scope, scan.range, reverse: scan.reverse) { entry in
+                guard let doc = try document(database, ResourcePath(parsing: entry.document)) else { return true }
+                return try visit(doc)
+            }
+        }
+        return out
+    }
+
+    /// One document scan at a past time: the scope's documents now and those changed since
+    /// (from the history), each resolved to its state at `time`, then in key order.
+    func scan(_ database: String, _ scan: DocumentScan, at time: Timestamp) throws -> [Document] {
+        guard case .documents(let scope) = scan.source else { throw DocumentStoreMisuse.indexScanAtPastTime }
+        if scan.limit == 0 || scan.range.isEmpty { return [] }
+        var paths = Set<ResourcePath>()
+        try scanDocuments(database, scope, .all, reverse: false) { doc in
+            paths.insert(doc.path)
+            return true
+        }
+        paths.formUnion(try pathsChanged(database, since: time).filter(scope.contains))
+        var found: [(key: [UInt8], document: Document)] = []
+        for p in paths {
+            let key = IndexKey.encodePath(p)
+            guard scan.range.contains(key), let d = try document(database, p, at: time) else { continue }
+            found.append((key, d))
+        }
+        found.sort { scan.reverse ? $1.key.lexicographicallyPrecedes($0.key) : $0.key.lexicographicallyPrecedes($1.key) }
+        var out: [Document] = []
+        for (_, d) in found where scan.filter?(d) ?? true {
+            out.append(d)
+            if let limit = scan.limit, out.count >= limit { break }
+        }
+        return out
+    }
+
+    /// How many documents a database holds, up to `limit`.
+    func countDocuments(_ database: String, upTo limit: Int) throws -> Int {
+        guard limit > 0 else { return 0 }
+        let stmt = try db.cachedStatement(sql: "SELECT COUNT(*) FROM (SELECT 1 FROM documents WHERE db = ? LIMIT ?)")
+        return try Int.fetchOne(stmt, arguments: [database, limit]) ?? 0
     }
 
     func scanDocuments(

@@ -107,8 +107,28 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
 
     // MARK: DocumentStore
 
-    public func read<T: Sendable>(_ body: @escaping @Sendable (any DocumentReader) throws -> T) async throws -> T {
-        try await writer.read { db in try body(SQLiteAccess(db: db)) }
+    public func snapshot(_ request: DocumentSnapshotRead) async throws -> DocumentSnapshot {
+        try await writer.read { db in try SQLiteAccess(db: db).snapshot(request) }
+    }
+
+    public func countDocuments(_ database: String, upTo limit: Int) async throws -> Int {
+        try await writer.read { db in try SQLiteAccess(db: db).countDocuments(database, upTo: limit) }
+    }
+
+    /// Visits every document of a database, in one read transaction, threading `state` through
+    /// (the data directory's export streams them to a file). Synchronous inside the snapshot:
+    /// SQLite only, not part of ``DocumentStore``.
+    public func forEachDocument<State: Sendable>(
+        _ database: String, _ state: State, _ visit: @escaping @Sendable (inout State, Document) throws -> Void
+    ) async throws -> State {
+        try await writer.read { db in
+            var state = state
+            try SQLiteAccess(db: db).scanDocuments(database, .descendants(.root), .all, reverse: false) { doc in
+                try visit(&state, doc)
+                return true
+            }
+            return state
+        }
     }
 
     public func documents(_ database: String, _ paths: [ResourcePath], at time: Timestamp?) async throws -> [Document?] {
@@ -178,7 +198,7 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
             def.id = UInt32(try access.highestIndexID() + 1)
             try access.saveIndexDefinition(def)
             var batch: [IndexEntry] = []
-            try access.scanDocuments(def.database, .group(def.collectionGroup), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
+            try access.scanDocuments(def.database, .group(def.collectionGroup), .all, reverse: false) { doc in
                 batch += entries(doc, def)
                 if batch.count >= 1000 {
                     try access.insertEntries(def.database, batch)

@@ -243,7 +243,7 @@ struct QueryTests {
             try await Self.seed(db)
             let q = Self.c(Self.f("s", .equal, .string("x")), orderBy: [Self.asc("n")])
             #expect(try await db.names(q) == Self.names("fac"))
-            let defs = try await db.engine.store.read { r in try r.indexDefinitions() }
+            let defs = try await db.engine.store.indexDefinitions()
             #expect(defs.count == 1)
             #expect(defs.first?.automatic == true)
             #expect(defs.first?.fields == [IndexDefinition.Field(field("s"), .ascending), IndexDefinition.Field(field("n"), .ascending)])
@@ -253,7 +253,7 @@ struct QueryTests {
             try await db.update("c/c", ["s": .string("y")], mask: ["s"])
             #expect(try await db.names(q) == ["c/f", "c/i"])
             _ = try await db.names(q)
-            #expect(try await db.engine.store.read { r in try r.indexDefinitions() }.count == 1)
+            #expect(try await db.engine.store.indexDefinitions().count == 1)
         }
     }
 }

@@ -159,15 +159,9 @@ package struct EmulatorExportRunner {
             for database in try await store.databaseIDs() {
                 let project = self.project
                 let file = exportFile
-                let (written, count) = try await store.read { r in
-                    var file = file
-                    var count = 0
-                    try r.scanDocuments(database, .descendants(.root), KeyRange(lower: nil, upper: nil), reverse: false) { doc in
-                        try file.append(.init(database: database, path: doc.path.segments, fields: doc.fields), project: project)
-                        count += 1
-                        return true
-                    }
-                    return (file, count)
+                let (written, count) = try await store.forEachDocument(database, (file, 0)) { state, doc in
+                    try state.0.append(.init(database: database, path: doc.path.segments, fields: doc.fields), project: project)
+                    state.1 += 1
                 }
                 exportFile = written
                 summary.databases.append(database)

@@ -1,0 +1,464 @@
+import HearthCore
+public import HearthDocuments
+import Synchronization
+public import Testing
+
+/// The ``DocumentStore`` contract, one scenario per case, run unchanged against every
+/// implementation: each test target calls it with fresh stores of its backends (SQLite in memory
+/// and in a WAL file in `HearthDocumentsTests`; PostgreSQL in `HearthPostgresTests`). These talk
+/// to the store directly, below the engine: what every backend must do with planned commits,
+/// point reads, scans and snapshots.
+///
+/// ```swift
+/// @Test(arguments: DocumentStoreConformance.cases)
+/// func conformance(_ scenario: DocumentStoreConformance.Case) async throws {
+///     try await scenario.run(try MyStore.fresh())
+/// }
+/// ```
+public enum DocumentStoreConformance {
+    /// One scenario: give it a fresh, empty store.
+    public struct Case: Sendable, CustomTestStringConvertible {
+        public let name: String
+        public let run: @Sendable (any DocumentStore) async throws -> Void
+
+        init(_ name: String, _ run: @escaping @Sendable (any DocumentStore) async throws -> Void) {
+            self.name = name
+            self.run = run
+        }
+
+        public var testDescription: String { name }
+    }
+
+    /// Every scenario.
+    public static let cases: [Case] = [
+        Case("A commit hands the plan the current documents in order, then stores its mutations, history and time", commitAppliesThePlan),
+        Case("An empty store reads no documents, no indexes and no commit time", emptyStoreReads),
+        Case("Point reads return documents in the order asked (repeats, missing ones, other databases), now and at past times", pointReads),
+        Case("collectionIds lists the collections directly under a parent, as they are now, in byte order", collectionIdsNow),
+        Case("A point read of several documents sees one snapshot: never half of a commit", pointReadsAreConsistent),
+        Case("A changed expectation refuses the commit before the plan runs; nothing is stored", expectationsAreChecked),
+        Case("A plan that throws stores nothing, and commits grouped with it are unaffected", failingPlanChangesNothing),
+        Case("The last commit time only grows, whatever order commits arrive in", lastCommitTimeGrows),
+        Case("clear removes a database's documents and index entries, and no other database's", clearOneDatabase),
+        Case("createIndex numbers indexes from 16, back-fills them, refuses duplicates, and moves the index version", createIndex),
+        Case("A document scan returns a scope's documents in name order, within a key range, reversed, filtered, up to a limit", documentScans),
+        Case("An index scan follows entries in key order to their documents, skips entries of missing ones, and stops at the limit", indexScans),
+        Case("A scan reads rows only until its limit of kept documents", scansStopAtTheLimit),
+        Case("A snapshot at a past time reads paths and document scans from the history; index scans are refused", snapshotAtPastTime),
+        Case("A snapshot lists the parents of missing documents and its last commit time when asked", snapshotParentsAndCommitTime),
+        Case("Every part of a snapshot sees the same commits: never half of a commit", snapshotsAreConsistent),
+        Case("countDocuments counts a database's documents up to a limit", countDocuments),
+    ]
+
+    /// Runs every scenario, each on a store `make` creates fresh.
+    public static func runAll(make: @Sendable () async throws -> any DocumentStore) async throws {
+        for c in cases { try await c.run(try await make()) }
+    }
+
+    static let db = "(default)"
+
+    static func doc(_ p: String, _ n: Int64, at time: Int64, created: Int64? = nil) -> Document {
+        Document(
+            path: path(p), fields: ["n": .integer(n)], createTime: Timestamp(microseconds: created ?? time),
+            updateTime: Timestamp(microseconds: time))
+    }
+
+    static func put(_ document: Document, previous: Document? = nil) -> DocumentMutation {
+        DocumentMutation(
+            path: document.path, document: document, entries: IndexEntries.all(document, []),
+            oldEntries: previous.map { IndexEntries.all($0, []) } ?? [], previous: previous)
+    }
+
+    static func request(_ time: Int64, writing: [String], expecting: [(String, Int64?)] = [], indexVersion: Int = 15) -> DocumentCommitRequest {
+        DocumentCommitRequest(
+            database: db, time: Timestamp(microseconds: time), writing: writing.map(path),
+            expectations: expecting.map { DocumentExpectation(database: db, path: path($0.0), updateTime: $0.1.map(Timestamp.init(microseconds:))) },
+            indexVersion: indexVersion)
+    }
+
+    /// Creates each document in its own commit, the i-th at time 10 + i with n = i.
+    static func commitEach(_ store: any DocumentStore, _ names: [String]) async throws {
+        for (i, name) in names.enumerated() {
+            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _ in ([Self.put(Self.doc(name, Int64(i), at: Int64(10 + i)))], ()) }
+        }
+    }
+
+    /// A document as stored, read both ways (a point read and a snapshot), which must agree.
+    static func stored(_ store: any DocumentStore, _ p: String) async throws -> Document? {
+        let viaPointRead = try await store.documents(Self.db, [path(p)], at: nil)
+        let viaSnapshot = try await store.snapshot(DocumentSnapshotRead(database: Self.db, paths: [path(p)])).documents
+        #expect(viaPointRead == viaSnapshot, "the point read and the snapshot agree")
+        return viaPointRead[0]
+    }
+
+    /// The paths one scan returns.
+    static func scan(_ store: any DocumentStore, _ scan: DocumentScan, database: String = db) async throws -> [String] {
+        let read = try await store.snapshot(DocumentSnapshotRead(database: database, scans: [scan]))
+        #expect(read.scans.count == 1)
+        return read.scans[0].map(\.path.text)
+    }
+
+    /// Documents of collection `collection` in the built-in ascending index on `n`.
+    static func entries(_ store: any DocumentStore, collection: String = "c") async throws -> [String] {
+        try await scan(store, DocumentScan(
+            .index(scope: IndexScope.collection(path(collection)).key),
+            range: .prefix(IndexEntries.singleFieldPrefix(IndexDefinition.singleFieldAscending, field("n")))))
+    }
+
+    static func commitAppliesThePlan(_ store: any DocumentStore) async throws {
+        let a1 = Self.doc("c/a", 1, at: 10)
+        let seen = try await store.commit(Self.request(10, writing: ["c/a", "c/b"])) { current in
+            ([Self.put(a1)], current.map { $0?.path.text })
+        }
+        #expect(seen == [nil, nil])
+        #expect(try await stored(store, "c/a") == a1)
+        #expect(try await store.lastCommitTime() == Timestamp(microseconds: 10))
+
+        let a2 = Self.doc("c/a", 2, at: 20, created: 10)
+        let current = try await store.commit(Self.request(20, writing: ["c/b", "c/a"])) { current in
+            ([Self.put(a2, previous: a1)], current)
+        }
+        #expect(current == [nil, a1])
+        #expect(try await stored(store, "c/a") == a2)
+        #expect(try await entries(store) == ["c/a"])
+        // History: the state a write replaced, for reads at a past time.
+        #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 15)) == [a1])
+        #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 5)) == [nil])
+        #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 25)) == [a2])
+
+        try await store.commit(Self.request(30, writing: ["c/a"])) { _ in
+            ([DocumentMutation(path: path("c/a"), document: nil, entries: [], oldEntries: IndexEntries.all(a2, []), previous: a2)], ())
+        }
+        #expect(try await stored(store, "c/a") == nil)
+        #expect(try await entries(store).isEmpty)
+        #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 25)) == [a2])
+    }
+
+    static func emptyStoreReads(_ store: any DocumentStore) async throws {
+        let none = try await store.documents(Self.db, [], at: nil)
+        #expect(none.isEmpty)
+        #expect(try await store.documents(Self.db, [path("c/a"), path("c/a/d/b")], at: nil) == [nil, nil])
+        #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 5)) == [nil])
+        #expect(try await store.collectionIds(Self.db, parent: .root).isEmpty)
+        #expect(try await store.indexDefinitions().isEmpty)
+        #expect(try await store.lastCommitTime() == nil)
+    }
+
+    static func pointReads(_ store: any DocumentStore) async throws {
+        let a1 = Self.doc("c/a", 1, at: 10), b1 = Self.doc("c/b", 1, at: 10), nested = Self.doc("c/a/sub/x", 7, at: 10)
+        try await store.commit(Self.request(10, writing: ["c/a", "c/b", "c/a/sub/x"])) { _ in ([Self.put(a1), Self.put(b1), Self.put(nested)], ()) }
+        let a2 = Self.doc("c/a", 2, at: 20, created: 10)
+        try await store.commit(Self.request(20, writing: ["c/a", "c/b"])) { _ in
+            ([Self.put(a2, previous: a1), DocumentMutation(path: path("c/b"), document: nil, entries: [], oldEntries: IndexEntries.all(b1, []), previous: b1)], ())
+        }
+        let paths = ["c/b", "c/a", "c/missing", "c/a", "c/a/sub/x"].map(path)
+        #expect(try await store.documents(Self.db, paths, at: nil) == [nil, a2, nil, a2, nested])
+        #expect(try await store.documents(Self.db, paths, at: Timestamp(microseconds: 15)) == [b1, a1, nil, a1, nested])
+        #expect(try await store.documents(Self.db, paths, at: Timestamp(microseconds: 5)) == [nil, nil, nil, nil, nil])
+        #expect(try await store.documents(Self.db, paths, at: Timestamp(microseconds: 20)) == [nil, a2, nil, a2, nested])
+        #expect(try await store.documents("other", paths, at: nil) == [nil, nil, nil, nil, nil])
+        let viaSnapshot = try await store.snapshot(DocumentSnapshotRead(database: Self.db, at: Timestamp(microseconds: 15), paths: paths))
+        #expect(viaSnapshot.documents == [b1, a1, nil, a1, nested])
+        #expect(try await store.lastCommitTime() == Timestamp(microseconds: 20))
+    }
+
+    static func collectionIdsNow(_ store: any DocumentStore) async throws {
+        let names = ["b/1", "a/1", "a-x/1", "a/1/sub/2", "a/1/sub/3", "a/1/other/4", "a/2/deep/5", "a/1/sub/2/z/6"]
+        for (i, name) in names.enumerated() {
+            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _ in ([Self.put(Self.doc(name, Int64(i), at: Int64(10 + i)))], ()) }
+        }
+        #expect(try await store.collectionIds(Self.db, parent: .root) == ["a", "a-x", "b"])
+        #expect(try await store.collectionIds(Self.db, parent: path("a/1")) == ["other", "sub"])
+        #expect(try await store.collectionIds(Self.db, parent: path("a/1/sub/2")) == ["z"])
+        #expect(try await store.collectionIds(Self.db, parent: path("b/1")).isEmpty)
+        #expect(try await store.collectionIds("other", parent: .root).isEmpty)
+    }
+
+    static func pointReadsAreConsistent(_ store: any DocumentStore) async throws {
+        try await store.commit(Self.request(1, writing: ["c/a", "c/b"])) { _ in
+            ([Self.put(Self.doc("c/a", 0, at: 1)), Self.put(Self.doc("c/b", 0, at: 1))], ())
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for i in 1...60 {
+                    let time = Int64(1 + i)
+                    try await store.commit(Self.request(time, writing: ["c/a", "c/b"])) { current in
+                        ([
+                            Self.put(Self.doc("c/a", Int64(i), at: time, created: 1), previous: current[0]),
+                            Self.put(Self.doc("c/b", Int64(i), at: time, created: 1), previous: current[1]),
+                        ], ())
+                    }
+                }
+            }
+            for _ in 0..<2 {
+                group.addTask {
+                    for _ in 0..<120 {
+                        let docs = try await store.documents(Self.db, [path("c/a"), path("c/b")], at: nil)
+                        #expect(docs[0]?.fields == docs[1]?.fields, "both documents of one commit, or neither")
+                        #expect(docs[0]?.updateTime == docs[1]?.updateTime)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    static func expectationsAreChecked(_ store: any DocumentStore) async throws {
+        let a = Self.doc("c/a", 1, at: 10)
+        try await store.commit(Self.request(10, writing: ["c/a"])) { _ in ([Self.put(a)], ()) }
+        let planned = PlanCounter()
+        for expectation: (String, Int64?) in [("c/a", 9), ("c/a", nil), ("c/other", 10)] {
+            await #expect(throws: DocumentStoreConflict.document(database: Self.db, path: path(expectation.0))) {
+                try await store.commit(Self.request(20, writing: ["c/b"], expecting: [expectation])) { _ in
+                    planned.count.withLock { $0 += 1 }
+                    return ([Self.put(Self.doc("c/b", 1, at: 20))], ())
+                }
+            }
+        }
+        #expect(planned.count.withLock { $0 } == 0)
+        #expect(try await stored(store, "c/b") == nil)
+        #expect(try await store.lastCommitTime() == Timestamp(microseconds: 10))
+        // Expectations that hold (stored update time, still missing) let it through.
+        try await store.commit(Self.request(20, writing: ["c/b"], expecting: [("c/a", 10), ("c/other", nil)])) { _ in
+            ([Self.put(Self.doc("c/b", 1, at: 20))], ())
+        }
+        #expect(try await stored(store, "c/b") != nil)
+    }
+
+    static func failingPlanChangesNothing(_ store: any DocumentStore) async throws {
+        struct Refused: Error {}
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for i in 0..<40 {
+                group.addTask {
+                    do {
+                        try await store.commit(Self.request(Int64(100 + i), writing: ["c/d\(i)"])) { _ in
+                            if i % 4 == 0 { throw Refused() }
+                            return ([Self.put(Self.doc("c/d\(i)", Int64(i), at: Int64(100 + i)))], ())
+                        }
+                        return true
+                    } catch is Refused {
+                        return false
+                    }
+                }
+            }
+            var stored = 0
+            for try await ok in group where ok { stored += 1 }
+            #expect(stored == 30)
+        }
+        for i in 0..<40 { #expect(try await stored(store, "c/d\(i)") == (i % 4 == 0 ? nil : Self.doc("c/d\(i)", Int64(i), at: Int64(100 + i)))) }
+        #expect(try await entries(store).count == 30)
+        #expect(try await store.lastCommitTime() == Timestamp(microseconds: 139))
+    }
+
+    static func lastCommitTimeGrows(_ store: any DocumentStore) async throws {
+        try await store.commit(Self.request(50, writing: ["c/a"])) { _ in ([Self.put(Self.doc("c/a", 1, at: 50))], ()) }
+        try await store.commit(Self.request(40, writing: ["c/b"])) { _ in ([Self.put(Self.doc("c/b", 1, at: 40))], ()) }
+        #expect(try await store.lastCommitTime() == Timestamp(microseconds: 50))
+        try await store.clear(Self.db, time: Timestamp(microseconds: 45))
+        #expect(try await store.lastCommitTime() == Timestamp(microseconds: 50))
+        try await store.clear(Self.db, time: Timestamp(microseconds: 60))
+        #expect(try await store.lastCommitTime() == Timestamp(microseconds: 60))
+    }
+
+    static func clearOneDatabase(_ store: any DocumentStore) async throws {
+        try await store.commit(Self.request(10, writing: ["c/a"])) { _ in ([Self.put(Self.doc("c/a", 1, at: 10))], ()) }
+        let other = DocumentCommitRequest(database: "other", time: Timestamp(microseconds: 11), writing: [path("c/a")], expectations: [], indexVersion: 15)
+        try await store.commit(other) { _ in ([Self.put(Self.doc("c/a", 2, at: 11))], ()) }
+        try await store.clear(Self.db, time: Timestamp(microseconds: 12))
+        #expect(try await stored(store, "c/a") == nil)
+        #expect(try await entries(store).isEmpty)
+        #expect(try await store.documents("other", [path("c/a")], at: nil).first! == Self.doc("c/a", 2, at: 11))
+    }
+
+    static func createIndex(_ store: any DocumentStore) async throws {
+        for (i, name) in ["g/a", "g/b", "other/x/g/c", "h/d"].enumerated() {
+            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _ in ([Self.put(Self.doc(name, Int64(i), at: Int64(10 + i)))], ()) }
+        }
+        let proposed = IndexDefinition(
+            id: 0, database: Self.db, collectionGroup: "g", groupScope: true, fields: [.init(field("n"), .descending)],
+            automatic: true)
+        let created = try #require(try await store.createIndex(proposed) { doc, def in IndexEntries.composite(doc, def) })
+        #expect(created.id == 16)
+        #expect(try await store.createIndex(proposed) { doc, def in IndexEntries.composite(doc, def) } == nil)
+        #expect(try await store.indexDefinitions() == [created])
+        let backfilled = try await scan(store, DocumentScan(.index(scope: IndexScope.group("g").key)))
+        #expect(backfilled == ["other/x/g/c", "g/b", "g/a"], "every document of the group, by n descending")
+
+        // A commit planned before the index existed is refused; one planned with it passes.
+        await #expect(throws: DocumentStoreConflict.indexes) {
+            try await store.commit(Self.request(20, writing: ["g/e"], indexVersion: 15)) { _ in ([Self.put(Self.doc("g/e", 9, at: 20))], ()) }
+        }
+        try await store.commit(Self.request(21, writing: ["g/e"], indexVersion: 16)) { _ in ([Self.put(Self.doc("g/e", 9, at: 21))], ()) }
+        let second = IndexDefinition(
+            id: 0, database: Self.db, collectionGroup: "h", groupScope: false, fields: [.init(field("n"), .ascending)],
+            automatic: false)
+        #expect(try await store.createIndex(second) { doc, def in IndexEntries.composite(doc, def) }?.id == 17)
+    }
+
+    // MARK: Scans and snapshots
+
+    static func documentScans(_ store: any DocumentStore) async throws {
+        let names = ["c/b", "c/a", "c/d", "c/c", "c/a/sub/x", "d/e", "other/1/c/z"]
+        try await commitEach(store, names)
+        let c = DocumentScanSource.documents(.collection(path("c")))
+        #expect(try await scan(store, DocumentScan(c)) == ["c/a", "c/b", "c/c", "c/d"])
+        #expect(try await scan(store, DocumentScan(c, reverse: true)) == ["c/d", "c/c", "c/b", "c/a"])
+        let range = KeyRange(lower: IndexKey.encodePath(path("c/b")), upper: IndexKey.encodePath(path("c/d")))
+        #expect(try await scan(store, DocumentScan(c, range: range)) == ["c/b", "c/c"], "lower inclusive, upper exclusive")
+        #expect(try await scan(store, DocumentScan(c, range: range, reverse: true)) == ["c/c", "c/b"])
+        #expect(try await scan(store, DocumentScan(c, limit: 2)) == ["c/a", "c/b"])
+        #expect(try await scan(store, DocumentScan(c, reverse: true, limit: 1)) == ["c/d"])
+        #expect(try await scan(store, DocumentScan(c, limit: 0)).isEmpty)
+        let odd: @Sendable (Document) -> Bool = { $0.fields["n"] == .integer(1) || $0.fields["n"] == .integer(3) }
+        // n follows the commit order: c/b 0, c/a 1, c/d 2, c/c 3.
+        #expect(try await scan(store, DocumentScan(c, filter: odd)) == ["c/a", "c/c"])
+        #expect(try await scan(store, DocumentScan(c, limit: 1, filter: odd)) == ["c/a"], "the limit counts kept documents")
+        let empty = KeyRange(lower: IndexKey.encodePath(path("c/c")), upper: IndexKey.encodePath(path("c/c")))
+        #expect(try await scan(store, DocumentScan(c, range: empty)).isEmpty)
+        #expect(try await scan(store, DocumentScan(.documents(.group("c")))) == ["c/a", "c/b", "c/c", "c/d", "other/1/c/z"].sortedByKey())
+        #expect(try await scan(store, DocumentScan(.documents(.collection(path("c/a/sub"))))) == ["c/a/sub/x"])
+        #expect(Set(try await scan(store, DocumentScan(.documents(.descendants(.root))))) == Set(names), "kindless scans are unordered")
+        #expect(Set(try await scan(store, DocumentScan(.documents(.descendants(path("c/a")))))) == ["c/a/sub/x"])
+        #expect(try await scan(store, DocumentScan(c), database: "other").isEmpty)
+        // Documents come back whole.
+        let read = try await store.snapshot(DocumentSnapshotRead(database: db, scans: [DocumentScan(c, limit: 1)]))
+        #expect(read.scans == [[Self.doc("c/a", 1, at: 11)]])
+    }
+
+    static func indexScans(_ store: any DocumentStore) async throws {
+        // Entries of the built-in ascending index on n, plus one whose document does not exist.
+        let ghost = IndexEntry(
+            scope: IndexScope.collection(path("c")).key,
+            key: IndexEntries.singleFieldPrefix(IndexDefinition.singleFieldAscending, field("n")) + [0xFF], document: "c/ghost")
+        for (i, (name, n)) in [("c/a", 3), ("c/b", 1), ("c/c", 2), ("c/d", 1)].enumerated() {
+            let d = Self.doc(name, Int64(n), at: Int64(10 + i))
+            let entries = IndexEntries.all(d, []) + (name == "c/d" ? [ghost] : [])
+            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _ in
+                ([DocumentMutation(path: d.path, document: d, entries: entries, oldEntries: [], previous: nil)], ())
+            }
+        }
+        let byN = IndexEntries.singleFieldPrefix(IndexDefinition.singleFieldAscending, field("n"))
+        let source = DocumentScanSource.index(scope: IndexScope.collection(path("c")).key)
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byN))) == ["c/b", "c/d", "c/c", "c/a"], "n, then name; no ghost")
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byN), reverse: true)) == ["c/a", "c/c", "c/d", "c/b"])
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byN), reverse: true, limit: 2)) == ["c/a", "c/c"], "the ghost is skipped, not counted")
+        var one = byN
+        IndexKey.append(.integer(1), to: &one)
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(one))) == ["c/b", "c/d"])
+        let notB: @Sendable (Document) -> Bool = { $0.path != path("c/b") }
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byN), limit: 2, filter: notB)) == ["c/d", "c/c"])
+        #expect(try await scan(store, DocumentScan(.index(scope: IndexScope.collection(path("d")).key), range: .prefix(byN))).isEmpty)
+    }
+
+    static func scansStopAtTheLimit(_ store: any DocumentStore) async throws {
+        try await commitEach(store, (0..<50).map { "c/d\($0 < 10 ? "0" : "")\($0)" })
+        let seen = PlanCounter()
+        let everyOther: @Sendable (Document) -> Bool = { d in
+            seen.count.withLock { $0 += 1 }
+            return d.fields["n"].map { if case .integer(let n) = $0 { n % 2 == 0 } else { false } } ?? false
+        }
+        let kept = try await scan(store, DocumentScan(.documents(.collection(path("c"))), limit: 3, filter: everyOther))
+        #expect(kept == ["c/d00", "c/d02", "c/d04"])
+        #expect(seen.count.withLock { $0 } == 5, "the filter saw the rows up to the third kept one, no more")
+        seen.count.withLock { $0 = 0 }
+        let byN = IndexEntries.singleFieldPrefix(IndexDefinition.singleFieldAscending, field("n"))
+        let viaIndex = try await scan(store, DocumentScan(.index(scope: IndexScope.collection(path("c")).key), range: .prefix(byN), reverse: true, limit: 2, filter: everyOther))
+        #expect(viaIndex == ["c/d48", "c/d46"])
+        #expect(seen.count.withLock { $0 } == 4)
+    }
+
+    static func snapshotAtPastTime(_ store: any DocumentStore) async throws {
+        // At 10: c/a (n 1), c/b (n 1). At 20: c/a → n 2, c/b deleted, c/c created.
+        let a1 = Self.doc("c/a", 1, at: 10), b1 = Self.doc("c/b", 1, at: 10)
+        try await store.commit(Self.request(10, writing: ["c/a", "c/b"])) { _ in ([Self.put(a1), Self.put(b1)], ()) }
+        let a2 = Self.doc("c/a", 2, at: 20, created: 10), c2 = Self.doc("c/c", 2, at: 20)
+        try await store.commit(Self.request(20, writing: ["c/a", "c/b", "c/c"])) { _ in
+            ([Self.put(a2, previous: a1), Self.put(c2),
+              DocumentMutation(path: path("c/b"), document: nil, entries: [], oldEntries: IndexEntries.all(b1, []), previous: b1)], ())
+        }
+        let c = DocumentScanSource.documents(.collection(path("c")))
+        func at(_ t: Int64, _ scans: [DocumentScan]) async throws -> DocumentSnapshot {
+            try await store.snapshot(DocumentSnapshotRead(database: db, at: Timestamp(microseconds: t), paths: ["c/b", "c/c"].map(path), scans: scans))
+        }
+        let then = try await at(15, [DocumentScan(c), DocumentScan(c, reverse: true, limit: 1), DocumentScan(.documents(.group("c")))])
+        #expect(then.documents == [b1, nil])
+        #expect(then.scans == [[a1, b1], [b1], [a1, b1]])
+        let before = try await at(5, [DocumentScan(c)])
+        #expect(before.documents == [nil, nil] && before.scans == [[]])
+        let later = try await at(25, [DocumentScan(c, filter: { $0.fields["n"] == .integer(2) })])
+        #expect(later.documents == [nil, c2] && later.scans == [[a2, c2]])
+        let range = KeyRange(lower: IndexKey.encodePath(path("c/b")), upper: nil)
+        #expect(try await at(15, [DocumentScan(c, range: range)]).scans == [[b1]])
+        #expect(Set(try await at(15, [DocumentScan(.documents(.descendants(.root)))]).scans[0].map(\.path.text)) == ["c/a", "c/b"])
+        await #expect(throws: DocumentStoreMisuse.indexScanAtPastTime) {
+            try await at(15, [DocumentScan(.index(scope: IndexScope.collection(path("c")).key))])
+        }
+    }
+
+    static func snapshotParentsAndCommitTime(_ store: any DocumentStore) async throws {
+        try await commitEach(store, ["c/a", "c/a/s/1", "c/m/s/2", "c/m/t/3/u/4", "c/n", "d/x/s/5"])
+        let read = try await store.snapshot(DocumentSnapshotRead(database: db, parentsBelow: path("c"), readsLastCommitTime: true))
+        #expect(Set(read.parents) == [path("c/a"), path("c/m")], "parents with children, existing or not, one level below")
+        #expect(read.lastCommitTime == Timestamp(microseconds: 15))
+        #expect(read.documents.isEmpty && read.scans.isEmpty)
+        let quiet = try await store.snapshot(DocumentSnapshotRead(database: db))
+        #expect(quiet.lastCommitTime == nil && quiet.parents.isEmpty, "nothing that was not asked")
+        #expect(try await store.snapshot(DocumentSnapshotRead(database: db, parentsBelow: path("d"))).parents == [path("d/x")])
+    }
+
+    static func snapshotsAreConsistent(_ store: any DocumentStore) async throws {
+        try await store.commit(Self.request(1, writing: ["c/a", "e/b"])) { _ in
+            ([Self.put(Self.doc("c/a", 0, at: 1)), Self.put(Self.doc("e/b", 0, at: 1))], ())
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for i in 1...60 {
+                    let time = Int64(1 + i)
+                    try await store.commit(Self.request(time, writing: ["c/a", "e/b"])) { current in
+                        ([
+                            Self.put(Self.doc("c/a", Int64(i), at: time, created: 1), previous: current[0]),
+                            Self.put(Self.doc("e/b", Int64(i), at: time, created: 1), previous: current[1]),
+                        ], ())
+                    }
+                }
+            }
+            for _ in 0..<2 {
+                group.addTask {
+                    for _ in 0..<120 {
+                        let read = try await store.snapshot(DocumentSnapshotRead(
+                            database: db, paths: [path("e/b")],
+                            scans: [DocumentScan(.documents(.collection(path("c")))), DocumentScan(.documents(.collection(path("e"))))],
+                            readsLastCommitTime: true))
+                        let a = read.scans[0].first, b = read.scans[1].first
+                        #expect(a?.fields == b?.fields, "both documents of one commit, or neither")
+                        #expect(a?.updateTime == read.documents[0]?.updateTime)
+                        #expect(a?.updateTime == read.lastCommitTime, "the commit time of the snapshot's last commit")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    static func countDocuments(_ store: any DocumentStore) async throws {
+        #expect(try await store.countDocuments(db, upTo: 10) == 0)
+        try await commitEach(store, ["c/a", "c/b", "c/a/s/1", "d/e"])
+        #expect(try await store.countDocuments(db, upTo: 10) == 4)
+        #expect(try await store.countDocuments(db, upTo: 3) == 3)
+        #expect(try await store.countDocuments("other", upTo: 10) == 0)
+    }
+}
+
+private func path(_ text: String) -> ResourcePath { ResourcePath(parsing: text) }
+private func field(_ text: String) -> FieldPath { try! FieldPath(parsing: text) }
+
+extension [String] {
+    /// Paths in the order of their stored keys (``IndexKey/encodePath(_:)``).
+    fileprivate func sortedByKey() -> [String] {
+        sorted { IndexKey.encodePath(path($0)).lexicographicallyPrecedes(IndexKey.encodePath(path($1))) }
+    }
+}
+
+final class PlanCounter: Sendable {
+    let count = Mutex(0)
+}
