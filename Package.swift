@@ -99,6 +99,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The store conformance suites (one per engine protocol), run by the test targets against every backend:
+        // in-memory, SQLite, PostgreSQL. Used only by test targets.
+        .target(
+            name: "HearthStoreConformance",
+            dependencies: ["HearthCore", "HearthDatabase", "HearthStorage", "HearthAppCheck"],
+            path: "Sources/HearthStoreConformance",
+            swiftSettings: swiftSettings
+        ),
         // C shims for HearthStorage: hardware CRC-32C behind a runtime CPU check, early writeback. No dependencies.
         .target(name: "HearthCShims"),
         // Objects and buckets: metadata behind its ObjectMetadataStore protocol, bytes in a blob store — no HTTP, no SQL.
@@ -306,7 +314,7 @@ let package = Package(
         .testTarget(
             name: "HearthStorageTests",
             dependencies: [
-                "HearthStorage", "HearthCore", "HearthSQLite", .product(name: "Crypto", package: "swift-crypto"),
+                "HearthStorage", "HearthCore", "HearthSQLite", "HearthStoreConformance", .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
@@ -315,7 +323,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthAppCheckTests",
-            dependencies: ["HearthAppCheck", "HearthAuth", "HearthCore", "HearthSQLite", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "HearthAppCheck", "HearthAuth", "HearthCore", "HearthSQLite", "HearthStoreConformance", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],
@@ -330,7 +340,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HearthDatabaseTests",
-            dependencies: ["HearthCore", "HearthDatabase", "HearthSQLite"],
+            dependencies: ["HearthCore", "HearthDatabase", "HearthSQLite", "HearthStoreConformance"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
