@@ -194,4 +194,41 @@ struct PostgresFaultTests {
         #expect(tree.revision == 1 && tree.leaves == [DatabaseLeaf(path: DatabasePath(["a"]), value: "1")], "the cut-off commit left nothing")
         #expect(try await store.apply(Self.commit(1, "3")) == 2)
     }
+
+    /// The database goes away while the pool runs (its connections are ended, new ones refused),
+    /// then returns: calls meanwhile answer UNAVAILABLE, and the same pool serves again after.
+    @Test func aDatabaseThatReturnsIsServedAgain() async throws {
+        var settings = try await TestPostgres.shared.freshDatabase()
+        settings.acquireTimeout = .seconds(1)
+        try await PostgresSchema.migrate(settings, logger: TestPostgres.logger)
+        let store = PostgresAppCheckStore(backend: await TestPostgres.shared.start(settings))
+        try await store.addApp("app", at: Timestamp(microseconds: 1))
+        let admin = try await TestPostgres.shared.adminSettings()
+        let name = try #require(settings.database)
+        let logger = TestPostgres.logger
+        try await TestPostgres.withConnection(admin) { connection in
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \(name) ALLOW_CONNECTIONS false"), logger: logger).collect()
+            _ = try await connection.query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(name)", logger: logger
+            ).collect()
+        }
+        for _ in 0..<3 {
+            do {
+                _ = try await store.isRegistered("app")
+                Issue.record("a read succeeded while the database refused connections")
+            } catch let error as HearthError {
+                #expect(error.code == .unavailable, "\(error)")
+            }
+        }
+        try await TestPostgres.withConnection(admin) { connection in
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \(name) ALLOW_CONNECTIONS true"), logger: logger).collect()
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        var served = false
+        while !served && ContinuousClock.now < deadline {
+            served = (try? await store.isRegistered("app")) == true
+            if !served { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(served, "the pool reconnected once the database returned")
+    }
 }

@@ -42,22 +42,21 @@ actor TestPostgres {
         return logger
     }()
 
-    private var admin: PostgresSettings?
+    /// The one start of the server (callers that arrive while it starts wait for the same one).
+    private var admin: Task<PostgresSettings, any Error>?
     private var counter = 0
     /// The pools' run tasks: they live as long as the test process.
     private var running: [Task<Void, any Error>] = []
 
     /// The server's superuser settings (starting the server on first use).
     func adminSettings() async throws -> PostgresSettings {
-        if let admin { return admin }
-        let settings: PostgresSettings
-        if let url = ProcessInfo.processInfo.environment["HEARTH_TEST_POSTGRES_URL"] {
-            settings = try PostgresSettings(url: url)
-        } else {
-            settings = try await Self.startServer()
+        if let admin { return try await admin.value }
+        let start = Task {
+            if let url = ProcessInfo.processInfo.environment["HEARTH_TEST_POSTGRES_URL"] { return try PostgresSettings(url: url) }
+            return try await Self.startServer()
         }
-        admin = settings
-        return settings
+        admin = start
+        return try await start.value
     }
 
     /// Settings for a new, empty database on the server (not migrated).
@@ -118,22 +117,25 @@ actor TestPostgres {
                     + "or set HEARTH_TEST_POSTGRES_URL")
         }
         let asRoot = getuid() == 0
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-pg-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        if asRoot { try run("/bin/chown", ["postgres:postgres", directory]) }
-        // initdb (as the postgres user when we are root: it refuses root).
-        try run(bin + "/initdb", ["-D", directory + "/data", "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"], asPostgres: asRoot)
         var lastError = ""
-        for _ in 0..<5 {
+        for _ in 0..<3 {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-pg-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            if asRoot { try run("/bin/chown", ["postgres:postgres", directory]) }
+            // initdb (as the postgres user when we are root: it refuses root).
+            try run(
+                bin + "/initdb", ["-D", directory + "/data", "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+                asPostgres: asRoot)
             let port = try freePort()
             let settings = PostgresSettings(host: "127.0.0.1", port: port, username: "postgres", database: "postgres", tls: .disable)
-            // The server and its watchdog: when this process is gone, stop the server, remove the directory.
+            // The server and its watchdog: when this process is gone (or asks, with a `stop` file), stop
+            // the server and remove the directory.
             let script = """
-                "$1/postgres" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
+                "$1/postgres" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \\
                   -c full_page_writes=off -c max_connections=400 -c shared_buffers=32MB >"$2/server.log" 2>&1 &
                 server=$!
-                while [ -d "/proc/$4" ] && kill -0 "$server" 2>/dev/null; do sleep 0.5; done
-                kill -INT "$server" 2>/dev/null; wait "$server"; rm -rf "$2"
+                while [ -d "/proc/$4" ] && [ ! -e "$2/stop" ] && kill -0 "$server" 2>/dev/null; do sleep 0.5; done
+                kill -INT "$server" 2>/dev/null; wait "$server"; rm -rf "$2" || { sleep 1; rm -rf "$2"; }
                 """
             let arguments = ["-c", script, "hearth-postgres", bin, directory, String(port), String(getpid())]
             let process = Process()
@@ -147,7 +149,7 @@ actor TestPostgres {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let deadline = ContinuousClock.now + .seconds(30)
+            let deadline = ContinuousClock.now + .seconds(60)
             while ContinuousClock.now < deadline, process.isRunning {
                 do {
                     try await withConnection(settings) { connection in
@@ -159,8 +161,10 @@ actor TestPostgres {
                     try await Task.sleep(for: .milliseconds(100))
                 }
             }
-            // The port was taken between picking and binding, or the server did not come up: try another.
+            // The port was taken between picking and binding, or the server did not come up: stop it, try again.
             lastError += "\n" + ((try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? "")
+            FileManager.default.createFile(atPath: directory + "/stop", contents: nil)
+            process.waitUntilExit()
         }
         throw StartFailure(description: "PostgreSQL did not start: \(lastError)")
     }
