@@ -54,7 +54,7 @@ public struct PostgresBackendError: Error, Sendable, CustomStringConvertible {
             return PostgresBackendError(.unavailable, endpoint: endpoint, detail: "no connection (\(error))").asHearthError
         case let error as PSQLError: return from(error, endpoint: endpoint).asHearthError
         default:
-            return HearthError(.internal, "The database failed a request.", cause: PostgresBackendError(.server(sqlState: ""), endpoint: endpoint, detail: "\(error)"))
+            return PostgresBackendError(.server(sqlState: ""), endpoint: endpoint, detail: "\(error)").asHearthError
         }
     }
 

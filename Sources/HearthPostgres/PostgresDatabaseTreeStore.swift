@@ -29,17 +29,6 @@ public struct PostgresDatabaseTreeStore: DatabaseTreeStore {
         }
     }
 
-    /// The leaves at or under `path` (in key order).
-    static func subtreeLeaves(_ session: PostgresSession, _ namespace: String, _ path: DatabasePath) async throws -> [DatabaseLeaf] {
-        let (lower, upper) = DatabasePathKey.subtreeRange(path)
-        guard let upper else {
-            return try leaves(await session.rows("SELECT key, value FROM rtdb_leaves WHERE ns = \(namespace) ORDER BY key"))
-        }
-        return try leaves(
-            await session.rows(
-                "SELECT key, value FROM rtdb_leaves WHERE ns = \(namespace) AND key >= \(bytes(lower)) AND key < \(bytes(upper)) ORDER BY key"))
-    }
-
     /// Every namespace that holds data, in order (exports).
     public func namespaces() async throws -> [String] {
         try await backend.read { session in
@@ -48,9 +37,26 @@ public struct PostgresDatabaseTreeStore: DatabaseTreeStore {
     }
 
     public func subtree(namespace: String, at path: DatabasePath) async throws -> DatabaseSubtree {
-        try await backend.snapshot { session in
-            let revision = try await Self.revision(session, namespace)
-            return DatabaseSubtree(revision: revision, leaves: try await Self.subtreeLeaves(session, namespace, path))
+        // One statement, so one snapshot: the revision joined with the range scan (one row with
+        // NULLs when there are no leaves).
+        let (lower, upper) = DatabasePathKey.subtreeRange(path)
+        return try await backend.read { session in
+            let rows = try await session.rows(
+                """
+                SELECT r.revision, l.key, l.value
+                FROM (SELECT coalesce((SELECT revision FROM rtdb_namespaces WHERE ns = \(namespace)), 0) AS revision) AS r
+                LEFT JOIN rtdb_leaves AS l ON l.ns = \(namespace) AND l.key >= \(Self.bytes(lower))
+                    AND (\(upper.map(Self.bytes))::bytea IS NULL OR l.key < \(upper.map(Self.bytes)))
+                ORDER BY l.key
+                """)
+            var revision: Int64 = 0
+            var leaves: [DatabaseLeaf] = []
+            for row in rows {
+                let (rowRevision, key, value) = try row.decode((Int64, ByteBuffer?, String?).self)
+                revision = rowRevision
+                if let key, let value { leaves.append(DatabaseLeaf(path: DatabasePathKey.decode(key.readableBytesView), value: value)) }
+            }
+            return DatabaseSubtree(revision: revision, leaves: leaves)
         }
     }
 
@@ -147,7 +153,9 @@ public struct PostgresDatabaseTreeStore: DatabaseTreeStore {
     }
 
     /// Recomputes the entry of `child` of `location` in `spec` from the leaves.
-    static func reindex(_ session: PostgresSession, _ namespace: String, _ spec: DatabaseIndexSpec, location: DatabasePath, child: String) async throws {
+    static func reindex(
+        _ session: PostgresSession, _ namespace: String, _ spec: DatabaseIndexSpec, location: DatabasePath, child: String
+    ) async throws {
         let name = spec.description
         let loc = bytes(DatabasePathKey.encode(location))
         try await session.execute("DELETE FROM rtdb_index_entries WHERE ns = \(namespace) AND idx = \(name) AND loc = \(loc) AND name = \(child)")
@@ -220,7 +228,13 @@ public struct PostgresDatabaseTreeStore: DatabaseTreeStore {
         namespace: String, location: DatabasePath, index: DatabaseIndexSpec, range: DatabaseIndexRange
     ) async throws -> DatabaseSubtree? {
         try await backend.snapshot { session in
-            guard try await Self.specs(session, namespace).contains(index) else { return nil }
+            let (indexed, revision) = try await session.rows(
+                """
+                SELECT EXISTS (SELECT 1 FROM rtdb_indexes WHERE ns = \(namespace) AND idx = \(index.description)),
+                    coalesce((SELECT revision FROM rtdb_namespaces WHERE ns = \(namespace)), 0)
+                """
+            )[0].decode((Bool, Int64).self)
+            guard indexed else { return nil }
             var binds = PostgresBindings()
             binds.append(namespace)
             binds.append(index.description)
@@ -242,11 +256,19 @@ public struct PostgresDatabaseTreeStore: DatabaseTreeStore {
             // The SQL text above is built from constants only; every value is bound.
             var names = try await session.rows(PostgresQuery(unsafeSQL: sql, binds: binds)).map { try $0.decode(String.self) }
             if range.fromEnd { names.reverse() }
-            let revision = try await Self.revision(session, namespace)
-            var leaves: [DatabaseLeaf] = []
-            for name in names where !location.child(name).isRoot {
-                leaves += try await Self.subtreeLeaves(session, namespace, location.child(name))
-            }
+            guard !names.isEmpty else { return DatabaseSubtree(revision: revision, leaves: []) }
+            // Every child's subtree in one range join, in the children's order (a child is never the root,
+            // so every range has an upper bound).
+            let ranges = names.map { DatabasePathKey.subtreeRange(location.child($0)) }
+            let lowers = ranges.map { Self.bytes($0.lower) }
+            let uppers = ranges.map { Self.bytes($0.upper ?? []) }
+            let leaves = try Self.leaves(
+                await session.rows(
+                    """
+                    SELECT l.key, l.value FROM unnest(\(lowers)::bytea[], \(uppers)::bytea[]) WITH ORDINALITY AS r(lower, upper, n)
+                    JOIN rtdb_leaves AS l ON l.ns = \(namespace) AND l.key >= r.lower AND l.key < r.upper
+                    ORDER BY r.n, l.key
+                    """))
             return DatabaseSubtree(revision: revision, leaves: leaves)
         }
     }

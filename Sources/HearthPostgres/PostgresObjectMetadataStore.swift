@@ -104,7 +104,9 @@ public struct PostgresObjectMetadataStore: ObjectMetadataStore {
         }
     }
 
-    public func putObject(_ object: StorageObject, preconditions: ObjectPreconditions) async throws -> (object: StorageObject, unreferenced: String?) {
+    public func putObject(
+        _ object: StorageObject, preconditions: ObjectPreconditions
+    ) async throws -> (object: StorageObject, unreferenced: String?) {
         let saved = try await backend.write { session in
             try await Self.requireBucket(session, object.bucket)
             let current = try await Self.fetch(session, object.bucket, object.name)

@@ -61,7 +61,8 @@ struct PostgresFaultTests {
                     group.addTask {
                         let object = StorageObject(
                             bucket: "b", name: "k\(round)", generation: 10, metageneration: 1, size: 1, contentType: "text/plain", md5: [],
-                            crc32c: 0, etag: "e", created: Timestamp(microseconds: 10), updated: Timestamp(microseconds: 10), blobID: "blob-\(round)-\(i)")
+                            crc32c: 0, etag: "e", created: Timestamp(microseconds: 10), updated: Timestamp(microseconds: 10),
+                            blobID: "blob-\(round)-\(i)")
                         do {
                             _ = try await store.putObject(object, preconditions: ObjectPreconditions(ifGenerationMatch: 0))
                             return nil

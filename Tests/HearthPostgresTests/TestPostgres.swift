@@ -163,7 +163,7 @@ actor TestPostgres {
             }
             // The port was taken between picking and binding, or the server did not come up: stop it, try again.
             lastError += "\n" + ((try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? "")
-            FileManager.default.createFile(atPath: directory + "/stop", contents: nil)
+            _ = FileManager.default.createFile(atPath: directory + "/stop", contents: nil)
             process.waitUntilExit()
         }
         throw StartFailure(description: "PostgreSQL did not start: \(lastError)")
