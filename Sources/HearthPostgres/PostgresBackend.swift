@@ -73,10 +73,15 @@ public final class PostgresBackend: Service, Sendable {
 
     /// Runs `body` on a connection outside an explicit transaction (each statement its own).
     func read<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
-        do {
-            return try await leased { connection in try await body(PostgresSession(connection: connection, logger: self.logger)) }
-        } catch {
-            throw PostgresBackendError.hearthError(error, endpoint: settings.endpoint)
+        var attempt = 1
+        while true {
+            do {
+                return try await leased { connection in try await body(PostgresSession(connection: connection, logger: self.logger)) }
+            } catch is ClosedBeforeUse where attempt < maximumAttempts {
+                attempt += 1
+            } catch {
+                throw PostgresBackendError.hearthError(error, endpoint: settings.endpoint)
+            }
         }
     }
 
@@ -100,6 +105,9 @@ public final class PostgresBackend: Service, Sendable {
                         throw error
                     }
                 }
+            } catch is ClosedBeforeUse where attempt < maximumAttempts {
+                // Nothing was sent on it: lease another.
+                attempt += 1
             } catch where PostgresBackendError.isRetryable(error) && attempt < maximumAttempts {
                 attempt += 1
                 // A little jitter keeps two retrying writers from colliding again.
@@ -120,6 +128,9 @@ public final class PostgresBackend: Service, Sendable {
             group.addTask {
                 try await self.client.withConnection { connection in
                     guard race.start() else { throw CancellationError() }
+                    // The pool may lend a connection the server just closed, before it has noticed;
+                    // postgres-nio never answers a query written to a closed channel, so never write one.
+                    guard !connection.isClosed else { throw ClosedBeforeUse() }
                     return try await body(connection)
                 }
             }
@@ -167,6 +178,12 @@ final class LeaseRace: Sendable {
     }
 }
 
+/// A connection the pool lent after it had closed (nothing was sent on it).
+struct ClosedBeforeUse: Error {}
+
+/// The connection closed between two statements of a call (what was sent may or may not have been applied).
+struct ConnectionClosed: Error {}
+
 /// A leased connection inside one store call: runs statements and collects their rows.
 struct PostgresSession: Sendable {
     let connection: PostgresConnection
@@ -174,12 +191,14 @@ struct PostgresSession: Sendable {
 
     /// Every row of `query`.
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        try await connection.query(query, logger: logger).collect()
+        // A statement written to a closed channel would never be answered (see ``PostgresBackend/leased(_:)``).
+        guard !connection.isClosed else { throw ConnectionClosed() }
+        return try await connection.query(query, logger: logger).collect()
     }
 
     /// Runs `query`, discarding any rows.
     func execute(_ query: PostgresQuery) async throws {
-        _ = try await connection.query(query, logger: logger).collect()
+        _ = try await rows(query)
     }
 
     /// The first column of the first row, if any.

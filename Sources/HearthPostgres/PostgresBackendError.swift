@@ -50,6 +50,10 @@ public struct PostgresBackendError: Error, Sendable, CustomStringConvertible {
         case let error as HearthError: return error
         case is CancellationError: return error
         case let error as PostgresBackendError: return error.asHearthError
+        case is ConnectionClosed:
+            return PostgresBackendError(.connectionLost, endpoint: endpoint, detail: "the connection closed").asHearthError
+        case is ClosedBeforeUse:
+            return PostgresBackendError(.unavailable, endpoint: endpoint, detail: "every connection lent was closed").asHearthError
         case let error as ConnectionPoolError:
             return PostgresBackendError(.unavailable, endpoint: endpoint, detail: "no connection (\(error))").asHearthError
         case let error as PSQLError: return from(error, endpoint: endpoint).asHearthError
