@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HearthDocuments", targets: ["HearthDocuments"]),
         .library(name: "HearthDatabase", targets: ["HearthDatabase"]),
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
+        .library(name: "HearthPostgres", targets: ["HearthPostgres"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .library(name: "HearthStorage", targets: ["HearthStorage"]),
         .library(name: "HearthFiles", targets: ["HearthFiles"]),
@@ -51,6 +52,7 @@ let package = Package(
         .package(url: "https://github.com/grpc/grpc-swift-protobuf.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         // Values, paths, ordering, limits, errors, JSON — no I/O.
@@ -99,12 +101,29 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Store conformance suites that run against every backend of an engine's persistence protocol:
+        // The store conformance suites (one per engine protocol), run by the test targets against every backend:
         // in-memory, SQLite, PostgreSQL. Used only by test targets.
         .target(
             name: "HearthStoreConformance",
-            dependencies: ["HearthCore", "HearthDocuments"],
+            dependencies: ["HearthCore", "HearthDocuments", "HearthDatabase", "HearthStorage", "HearthAppCheck"],
             path: "Sources/HearthStoreConformance",
+            swiftSettings: swiftSettings
+        ),
+        // Shared persistence on PostgreSQL behind the engines' protocols (object metadata and S3 keys, App Check, the
+        // Realtime Database tree): one connection pool, versioned migrations under an advisory lock. The only module with
+        // postgres-nio.
+        .target(
+            name: "HearthPostgres",
+            dependencies: [
+                "HearthCore", "HearthDatabase", "HearthStorage", "HearthAppCheck",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                // ConnectionPoolError, which PostgresClient throws as is when no connection can be leased.
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         // C shims for HearthStorage: hardware CRC-32C behind a runtime CPU check, early writeback. No dependencies.
@@ -314,7 +333,7 @@ let package = Package(
         .testTarget(
             name: "HearthStorageTests",
             dependencies: [
-                "HearthStorage", "HearthCore", "HearthSQLite", .product(name: "Crypto", package: "swift-crypto"),
+                "HearthStorage", "HearthCore", "HearthSQLite", "HearthStoreConformance", .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
@@ -323,7 +342,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthAppCheckTests",
-            dependencies: ["HearthAppCheck", "HearthAuth", "HearthCore", "HearthSQLite", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "HearthAppCheck", "HearthAuth", "HearthCore", "HearthSQLite", "HearthStoreConformance", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthRulesTests", dependencies: ["HearthRules", "HearthCore"],
@@ -338,7 +359,16 @@ let package = Package(
         ),
         .testTarget(
             name: "HearthDatabaseTests",
-            dependencies: ["HearthCore", "HearthDatabase", "HearthSQLite"],
+            dependencies: ["HearthCore", "HearthDatabase", "HearthSQLite", "HearthStoreConformance"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthPostgresTests",
+            dependencies: [
+                "HearthPostgres", "HearthStoreConformance", "HearthCore", "HearthDatabase", "HearthStorage", "HearthAppCheck",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

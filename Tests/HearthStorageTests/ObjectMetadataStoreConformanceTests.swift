@@ -1,11 +1,13 @@
 import Foundation
 import HearthCore
 import HearthSQLite
+import HearthStoreConformance
 import Testing
 
 @testable import HearthStorage
 
-/// Every ``ObjectMetadataStore`` runs the same scenarios (a PostgreSQL store joins the list).
+/// Every ``ObjectMetadataStore`` runs the same scenarios (`HearthStoreConformance`;
+/// HearthPostgresTests runs them on PostgreSQL).
 enum MetadataStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case memory, sqlite
 
@@ -26,281 +28,16 @@ enum MetadataStoreKind: String, CaseIterable, Sendable, CustomTestStringConverti
     }
 }
 
-/// Fails unless `body` throws a ``HearthError`` with `code`.
-func expectError<T>(_ code: ErrorCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T) async {
-    do {
-        _ = try await body()
-        Issue.record("expected \(code.statusName), nothing was thrown", sourceLocation: sourceLocation)
-    } catch let error as HearthError {
-        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected a HearthError \(code.statusName), got \(error)", sourceLocation: sourceLocation)
-    }
-}
+func time(_ microseconds: Int64) -> Timestamp { ObjectMetadataStoreConformance.time(microseconds) }
 
-func time(_ microseconds: Int64) -> Timestamp { Timestamp(microseconds: microseconds) }
-
-/// A row as ``ObjectStore`` makes one for new bytes.
 func row(_ bucket: String, _ name: String, blob: String, generation: Int64 = 1_000, custom: [String: String] = [:]) -> StorageObject {
-    StorageObject(
-        bucket: bucket, name: name, generation: generation, metageneration: 1, size: 3, contentType: "text/plain",
-        md5: Array(repeating: 7, count: 16), crc32c: 0xDEAD_BEEF, etag: "etag-\(blob)", created: time(generation), updated: time(generation),
-        cacheControl: "no-cache", custom: custom, downloadTokens: ["t1"], blobID: blob)
+    ObjectMetadataStoreConformance.row(bucket, name, blob: blob, generation: generation, custom: custom)
 }
 
 @Suite struct ObjectMetadataStoreConformanceTests {
-    @Test(arguments: MetadataStoreKind.allCases)
-    func bucketsAreCreatedOnceListedInByteOrderAndDeletedOnlyWhenEmpty(_ kind: MetadataStoreKind) async throws {
-        let store = try kind.make()
-        let first = try await store.createBucket("b-2", created: time(5), ifMissing: false)
-        #expect(first == ObjectStore.Bucket(name: "b-2", created: time(5)))
-        await expectError(.alreadyExists) { try await store.createBucket("b-2", created: time(6), ifMissing: false) }
-        #expect(try await store.createBucket("b-2", created: time(7), ifMissing: true).created == time(5), "the existing record")
-        _ = try await store.createBucket("b-10", created: time(8), ifMissing: true)
-        _ = try await store.createBucket("a.b", created: time(9), ifMissing: false)
-        #expect(try await store.buckets().map(\.name) == ["a.b", "b-10", "b-2"])
-        #expect(try await store.bucket("b-10")?.created == time(8))
-        #expect(try await store.bucket("nope") == nil)
-
-        _ = try await store.putObject(row("b-2", "k", blob: "blob-1"), preconditions: .none)
-        await expectError(.failedPrecondition) { try await store.deleteBucket("b-2") }
-        await expectError(.notFound) { try await store.deleteBucket("nope") }
-        _ = try await store.deleteObject("b-2", "k", preconditions: .none)
-        try await store.deleteBucket("b-2")
-        #expect(try await store.bucket("b-2") == nil)
-        #expect(try await store.buckets().map(\.name) == ["a.b", "b-10"])
-    }
-
-    @Test(arguments: MetadataStoreKind.allCases)
-    func putChecksPreconditionsInTheStoreAndGenerationsOnlyGrow(_ kind: MetadataStoreKind) async throws {
-        let store = try kind.make()
-        await expectError(.notFound) { try await store.putObject(row("b-1", "k", blob: "blob-0"), preconditions: .none) }
-        _ = try await store.createBucket("b-1", created: time(1), ifMissing: false)
-
-        let first = try await store.putObject(row("b-1", "k", blob: "blob-1", generation: 1_000), preconditions: .init(ifGenerationMatch: 0))
-        #expect(first.object == row("b-1", "k", blob: "blob-1", generation: 1_000))
-        #expect(first.unreferenced == nil)
-        #expect(try await store.object("b-1", "k") == first.object)
-
-        // Preconditions are judged against the stored row; a failure changes nothing.
-        await expectError(.failedPrecondition) { try await store.putObject(row("b-1", "k", blob: "blob-x"), preconditions: .init(ifGenerationMatch: 0)) }
-        await expectError(.failedPrecondition) { try await store.putObject(row("b-1", "k", blob: "blob-x"), preconditions: .init(ifGenerationMatch: 999)) }
-        await expectError(.failedPrecondition) { try await store.putObject(row("b-1", "k", blob: "blob-x"), preconditions: .init(ifGenerationNotMatch: 1_000)) }
-        await expectError(.failedPrecondition) { try await store.putObject(row("b-1", "k", blob: "blob-x"), preconditions: .init(ifMetagenerationMatch: 2)) }
-        #expect(try await store.object("b-1", "k") == first.object)
-        #expect(try await store.unreferencedBlobs(["blob-x"]) == ["blob-x"])
-
-        // A clock behind the stored generation still yields a newer generation; the old bytes are free.
-        let second = try await store.putObject(
-            row("b-1", "k", blob: "blob-2", generation: 10), preconditions: .init(ifGenerationMatch: 1_000, ifMetagenerationMatch: 1))
-        #expect(second.object.generation == 1_001)
-        #expect(second.unreferenced == "blob-1")
-        #expect(try await store.object("b-1", "k") == second.object)
-        let third = try await store.putObject(row("b-1", "k", blob: "blob-3", generation: 5_000), preconditions: .none)
-        #expect(third.object.generation == 5_000)
-        #expect(try await store.object("b-1", "other") == nil)
-        #expect(try await store.object("b-2", "k") == nil)
-    }
-
-    @Test(arguments: MetadataStoreKind.allCases)
-    func updatesPatchMetadataAndBumpOnlyTheMetageneration(_ kind: MetadataStoreKind) async throws {
-        let store = try kind.make()
-        _ = try await store.createBucket("b-1", created: time(1), ifMissing: false)
-        let stored = try await store.putObject(row("b-1", "k", blob: "blob-1", custom: ["a": "1", "b": "2"]), preconditions: .none).object
-        var patch = ObjectPatch()
-        patch.contentType = .set("image/png")
-        patch.cacheControl = .clear
-        patch.custom = ["a": nil, "c": "3"]
-        let updated = try await store.updateObject("b-1", "k", patch: patch, preconditions: .init(ifMetagenerationMatch: 1), at: time(2_000))
-        var expected = stored
-        expected.contentType = "image/png"
-        expected.cacheControl = nil
-        expected.custom = ["b": "2", "c": "3"]
-        expected.metageneration = 2
-        expected.updated = time(2_000)
-        #expect(updated == expected)
-        #expect(try await store.object("b-1", "k") == expected)
-
-        await expectError(.failedPrecondition) { try await store.updateObject("b-1", "k", patch: patch, preconditions: .init(ifMetagenerationMatch: 1), at: time(3_000)) }
-        await expectError(.notFound) { try await store.updateObject("b-1", "missing", patch: patch, preconditions: .none, at: time(3_000)) }
-        await expectError(.notFound) { try await store.updateObject("b-9", "k", patch: patch, preconditions: .none, at: time(3_000)) }
-        #expect(try await store.object("b-1", "k") == expected)
-    }
-
-    @Test(arguments: MetadataStoreKind.allCases)
-    func copiesShareBlobsAndABlobIsFreeOnlyWhenNothingRefersToIt(_ kind: MetadataStoreKind) async throws {
-        let store = try kind.make()
-        _ = try await store.createBucket("b-1", created: time(1), ifMissing: false)
-        _ = try await store.createBucket("b-2", created: time(1), ifMissing: false)
-        let source = try await store.putObject(row("b-1", "src", blob: "blob-s", custom: ["k": "v"]), preconditions: .none).object
-        _ = try await store.putObject(row("b-2", "dst", blob: "blob-d"), preconditions: .none)
-
-        await expectError(.notFound) {
-            try await store.copyObject(
-                from: ("b-1", "missing"), to: ("b-2", "x"), attributes: nil, sourcePreconditions: .none, preconditions: .none, at: time(2_000))
-        }
-        await expectError(.notFound) {
-            try await store.copyObject(
-                from: ("b-1", "src"), to: ("b-9", "x"), attributes: nil, sourcePreconditions: .none, preconditions: .none, at: time(2_000))
-        }
-        await expectError(.failedPrecondition) {
-            try await store.copyObject(
-                from: ("b-1", "src"), to: ("b-2", "dst"), attributes: nil, sourcePreconditions: .init(ifGenerationMatch: 7),
-                preconditions: .none, at: time(2_000))
-        }
-        await expectError(.failedPrecondition) {
-            try await store.copyObject(
-                from: ("b-1", "src"), to: ("b-2", "dst"), attributes: nil, sourcePreconditions: .none, preconditions: .init(ifGenerationMatch: 0),
-                at: time(2_000))
-        }
-
-        // Over an existing object: its bytes are free; the metadata is the source's.
-        let copy = try await store.copyObject(
-            from: ("b-1", "src"), to: ("b-2", "dst"), attributes: nil, sourcePreconditions: .init(ifGenerationMatch: source.generation),
-            preconditions: .init(ifGenerationMatch: 1_000), at: time(2_000))
-        #expect(copy.unreferenced == "blob-d")
-        #expect(copy.object == source.copied(to: ("b-2", "dst"), attributes: nil, at: time(2_000)))
-        #expect(copy.object.blobID == "blob-s" && copy.object.custom == ["k": "v"] && copy.object.generation == 2_000)
-        // Attributes replace the metadata; the generation follows the replaced row's.
-        let again = try await store.copyObject(
-            from: ("b-1", "src"), to: ("b-2", "dst"), attributes: ObjectAttributes(contentType: "a/b"), sourcePreconditions: .none,
-            preconditions: .none, at: time(1_500))
-        #expect(again.unreferenced == nil, "the replaced row shared the copy's blob")
-        #expect(again.object.generation == 2_001 && again.object.contentType == "a/b" && again.object.custom.isEmpty)
-        #expect(again.object.downloadTokens.isEmpty && again.object.cacheControl == nil)
-
-        // The shared blob is free once the last of its rows is gone.
-        #expect(try await store.deleteObject("b-1", "src", preconditions: .none) == nil)
-        #expect(try await store.unreferencedBlobs(["blob-s", "blob-d", "blob-never"]) == ["blob-d", "blob-never"])
-        await expectError(.failedPrecondition) { try await store.deleteObject("b-2", "dst", preconditions: .init(ifMetagenerationMatch: 5)) }
-        await expectError(.notFound) { try await store.deleteObject("b-2", "missing", preconditions: .none) }
-        await expectError(.notFound) { try await store.deleteObject("b-9", "dst", preconditions: .none) }
-        #expect(try await store.deleteObject("b-2", "dst", preconditions: .init(ifGenerationMatch: 2_001)) == "blob-s")
-        #expect(try await store.object("b-2", "dst") == nil)
-    }
-
-    @Test(arguments: MetadataStoreKind.allCases)
-    func deletingManySkipsMissingNamesAndFreesEachBlobOnce(_ kind: MetadataStoreKind) async throws {
-        let store = try kind.make()
-        _ = try await store.createBucket("b-1", created: time(1), ifMissing: false)
-        for i in 0..<5 { _ = try await store.putObject(row("b-1", "o\(i)", blob: "blob-\(i)"), preconditions: .none) }
-        // o0 and c0 share blob-0; keep shares blob-1 and survives.
-        _ = try await store.copyObject(from: ("b-1", "o0"), to: ("b-1", "c0"), attributes: nil, sourcePreconditions: .none, preconditions: .none, at: time(9))
-        _ = try await store.copyObject(from: ("b-1", "o1"), to: ("b-1", "keep"), attributes: nil, sourcePreconditions: .none, preconditions: .none, at: time(9))
-        let result = try await store.deleteObjects("b-1", ["o3", "missing", "o0", "c0", "o1", "o3"])
-        #expect(result.deleted == ["o3", "o0", "c0", "o1"])
-        #expect(Set(result.unreferenced) == ["blob-3", "blob-0"] && result.unreferenced.count == 2)
-        #expect(try await store.object("b-1", "o0") == nil)
-        #expect(try await store.object("b-1", "keep") != nil)
-        #expect(try await store.object("b-1", "o2") != nil)
-        let again = try await store.deleteObjects("b-1", ["o0"])
-        #expect(again.deleted.isEmpty && again.unreferenced.isEmpty)
-        await expectError(.notFound) { try await store.deleteObjects("b-9", ["o2"]) }
-    }
-
-    @Test(arguments: MetadataStoreKind.allCases)
-    func multipartPartsAreReplacedByNumberAndHoldTheirBlobs(_ kind: MetadataStoreKind) async throws {
-        let store = try kind.make()
-        let upload = ObjectStore.MultipartUpload(
-            id: "u-1", bucket: "b-1", key: "big", attributes: ObjectAttributes(contentType: "video/mp4", contentLanguage: "en", custom: ["x": "y"]),
-            created: time(10))
-        await expectError(.notFound) { try await store.createMultipartUpload(upload) }
-        _ = try await store.createBucket("b-1", created: time(1), ifMissing: false)
-        try await store.createMultipartUpload(upload)
-        #expect(try await store.multipartUpload("u-1", bucket: "b-1", key: "big") == upload)
-        #expect(try await store.multipartUpload("u-1", bucket: "b-1", key: "other") == nil)
-        #expect(try await store.multipartUpload("u-2", bucket: "b-1", key: "big") == nil)
-
-        func part(_ number: Int, _ blob: String) -> ObjectStore.UploadedPart {
-            ObjectStore.UploadedPart(number: number, size: Int64(number * 10), md5: Array(repeating: UInt8(number), count: 16), modified: time(20), blobID: blob)
-        }
-        await expectError(.notFound) { try await store.putPart(part(1, "p-x"), uploadID: "u-2") }
-        #expect(try await store.putPart(part(2, "p-2"), uploadID: "u-1") == nil)
-        #expect(try await store.putPart(part(1, "p-1"), uploadID: "u-1") == nil)
-        #expect(try await store.putPart(part(2, "p-2b"), uploadID: "u-1") == "p-2")
-        #expect(try await store.parts(uploadID: "u-1") == [part(1, "p-1"), part(2, "p-2b")])
-        #expect(try await store.parts(uploadID: "u-2").isEmpty)
-        #expect(try await store.unreferencedBlobs(["p-1", "p-2", "p-2b"]) == ["p-2"], "parts hold their blobs")
-
-        #expect(try await store.removeMultipartUpload("u-1") == ["p-1", "p-2b"])
-        #expect(try await store.multipartUpload("u-1", bucket: "b-1", key: "big") == nil)
-        #expect(try await store.parts(uploadID: "u-1").isEmpty)
-        #expect(try await store.removeMultipartUpload("u-1").isEmpty)
-        await expectError(.notFound) { try await store.putPart(part(3, "p-3"), uploadID: "u-1") }
-    }
-
-    @Test(arguments: MetadataStoreKind.allCases)
-    func accessKeysRoundTripAndRevoke(_ kind: MetadataStoreKind) async throws {
-        let store = try kind.make()
-        let a = S3AccessKey(id: "HRTHAAAA", secret: "s+/1", buckets: [], created: time(1), revoked: false, note: nil)
-        let b = S3AccessKey(id: "HRTHBBBB", secret: "s2", buckets: ["b-1", "b.2"], created: time(2), revoked: false, note: "ci uploads")
-        try await store.addAccessKey(b)
-        try await store.addAccessKey(a)
-        #expect(try await store.accessKeys() == [a, b])
-        #expect(try await store.accessKey("HRTHBBBB") == b)
-        #expect(try await store.accessKey("HRTHCCCC") == nil)
-        #expect(try await store.revokeAccessKey("HRTHAAAA"))
-        #expect(try await store.revokeAccessKey("HRTHCCCC") == false)
-        var revoked = a
-        revoked.revoked = true
-        #expect(try await store.accessKey("HRTHAAAA") == revoked)
-        #expect(try await store.accessKeys() == [revoked, b])
-    }
-
-    @Test(arguments: MetadataStoreKind.allCases)
-    func listingMatchesABruteForceModel(_ kind: MetadataStoreKind) async throws {
-        let store = try kind.make()
-        _ = try await store.createBucket("b-1", created: time(1), ifMissing: false)
-        await expectError(.notFound) { try await store.list("b-9", .init()) }
-        #expect(try await store.list("b-1", .init()).objects.isEmpty)
-        var rng = SystemRandomNumberGenerator()
-        let parts = ["a", "b", "img", "x.y", "é", "z", "Z", "~", "\u{10FFFF}"]
-        var names = Set<String>()
-        while names.count < 200 {
-            let depth = Int.random(in: 1...3, using: &rng)
-            names.insert((0..<depth).map { _ in parts.randomElement(using: &rng)! }.joined(separator: "/") + "\(Int.random(in: 0..<4, using: &rng))")
-        }
-        for (i, n) in names.enumerated() { _ = try await store.putObject(row("b-1", n, blob: "blob-\(i)"), preconditions: .none) }
-        _ = try await store.createBucket("b-0", created: time(1), ifMissing: false)
-        _ = try await store.putObject(row("b-0", "a/0", blob: "other"), preconditions: .none)
-        let sorted = names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        for prefix in ["", "a/", "img/", "é", "z/z", "\u{10FFFF}"] {
-            for delimiter in [nil, "/", "y"] as [String?] {
-                for (startOffset, endOffset) in [(nil, nil), ("b", "x"), ("a/b", nil)] as [(String?, String?)] {
-                    for page in [1, 7, 1000] {
-                        var expectedObjects: [String] = []
-                        var expectedPrefixes: [String] = []
-                        for n in sorted where n.hasPrefix(prefix) {
-                            if let s = startOffset, n < s { continue }
-                            if let e = endOffset, n >= e { continue }
-                            if let d = delimiter, let r = n.utf8.dropFirst(prefix.utf8.count).firstRange(of: d.utf8) {
-                                let p = String(decoding: n.utf8[..<r.upperBound], as: UTF8.self)
-                                if expectedPrefixes.last != p { expectedPrefixes.append(p) }
-                            } else {
-                                expectedObjects.append(n)
-                            }
-                        }
-                        var objects: [String] = []
-                        var prefixes: [String] = []
-                        var after: String?
-                        var pages = 0
-                        repeat {
-                            let r = try await store.list(
-                                "b-1", .init(prefix: prefix, delimiter: delimiter, after: after, startOffset: startOffset, endOffset: endOffset, maxResults: page))
-                            #expect(r.objects.count + r.prefixes.count <= page)
-                            #expect(r.objects.allSatisfy { $0.bucket == "b-1" })
-                            objects += r.objects.map(\.name)
-                            prefixes += r.prefixes
-                            after = r.next
-                            pages += 1
-                        } while after != nil && pages < 1000
-                        let context = "prefix \(prefix) delimiter \(delimiter ?? "-") offsets \(startOffset ?? "-")…\(endOffset ?? "-") page \(page)"
-                        #expect(objects == expectedObjects, "\(context)")
-                        #expect(prefixes == expectedPrefixes, "\(context)")
-                    }
-                }
-            }
-        }
+    @Test(arguments: MetadataStoreKind.allCases, ObjectMetadataStoreConformance.all)
+    func conformance(_ kind: MetadataStoreKind, _ scenario: ObjectMetadataStoreConformance.Case) async throws {
+        try await scenario.run { try kind.make() }
     }
 }
 

@@ -3,7 +3,7 @@ public import HearthCore
 /// Where ``ObjectStore`` keeps everything but bytes: buckets, object rows, multipart uploads
 /// with their parts, and S3 access keys. `HearthSQLite` implements it over `storage.sqlite`
 /// (`SQLiteObjectMetadataStore`); ``InMemoryObjectMetadataStore`` keeps it in memory. Every
-/// implementation runs the same suite (`Tests/HearthStorageTests/ObjectMetadataStoreConformanceTests.swift`).
+/// implementation runs the same suite (`Sources/HearthStoreConformance/ObjectMetadataStoreConformance.swift`).
 ///
 /// Rules every implementation keeps:
 /// 1. **Each call is one atomic step in the store.** What a write depends on — the bucket's

@@ -1,0 +1,195 @@
+public import Logging
+import HearthCore
+import PostgresNIO
+
+/// Hearth's tables in PostgreSQL, as numbered migrations applied at start-up.
+///
+/// Rules:
+/// 1. **A migration is never edited once released**; a change is a new migration with the next
+///    number. `hearth_schema_migrations` records each applied version.
+/// 2. **Applying is idempotent and serialized across processes**: ``migrate(_:logger:)`` holds
+///    `pg_advisory_lock(lockKey)` on its own connection while it reads the applied versions and
+///    applies the missing ones (each in its own transaction with its row in the table), so
+///    replicas starting at once apply each migration exactly once and the rest wait, then find
+///    nothing to do.
+/// 3. **A database ahead of the binary is refused**: a recorded version above the last one known
+///    here fails start-up with FAILED_PRECONDITION (``PostgresBackendError/Reason/schemaTooNew(found:supported:)``),
+///    rather than running old code over a newer schema.
+/// 4. Names compare as bytes where the engines promise byte order (`COLLATE "C"` on text keys that
+///    are listed in order; `bytea` keys, whose order is `memcmp`).
+public enum PostgresSchema {
+    public struct Migration: Sendable {
+        public var version: Int
+        public var name: String
+        /// One statement each (the extended query protocol takes one at a time).
+        public var statements: [String]
+    }
+
+    /// The advisory lock held while migrating (the bytes of "Hearth" and 1).
+    public static let lockKey: Int64 = 0x4865_6172_7468_0001
+
+    public static let migrations: [Migration] = [
+        Migration(
+            version: 1, name: "realtime-database-tree",
+            statements: [
+                """
+                CREATE TABLE rtdb_namespaces (
+                    ns text PRIMARY KEY, revision bigint NOT NULL, rules text)
+                """,
+                """
+                CREATE TABLE rtdb_leaves (
+                    ns text NOT NULL, key bytea NOT NULL, value text NOT NULL, PRIMARY KEY (ns, key))
+                """,
+                """
+                CREATE TABLE rtdb_indexes (
+                    ns text NOT NULL, idx text NOT NULL, PRIMARY KEY (ns, idx))
+                """,
+                """
+                CREATE TABLE rtdb_index_entries (
+                    ns text NOT NULL, idx text NOT NULL, loc bytea NOT NULL, sort bytea NOT NULL, child bytea NOT NULL,
+                    name text NOT NULL, PRIMARY KEY (ns, idx, loc, sort, child))
+                """,
+                "CREATE UNIQUE INDEX rtdb_index_entries_by_child ON rtdb_index_entries (ns, idx, loc, name)",
+            ]),
+        Migration(
+            version: 2, name: "storage-object-metadata",
+            statements: [
+                """
+                CREATE TABLE storage_buckets (
+                    name text COLLATE "C" PRIMARY KEY, created_us bigint NOT NULL)
+                """,
+                """
+                CREATE TABLE storage_objects (
+                    bucket text COLLATE "C" NOT NULL, name text COLLATE "C" NOT NULL,
+                    generation bigint NOT NULL, metageneration bigint NOT NULL, size bigint NOT NULL,
+                    content_type text NOT NULL, md5 bytea NOT NULL, crc32c bigint NOT NULL, etag text NOT NULL,
+                    created_us bigint NOT NULL, updated_us bigint NOT NULL, cache_control text, content_disposition text,
+                    content_encoding text, content_language text, custom text NOT NULL, download_tokens text NOT NULL,
+                    blob_id text NOT NULL, PRIMARY KEY (bucket, name))
+                """,
+                "CREATE INDEX storage_objects_blob ON storage_objects (blob_id)",
+                """
+                CREATE TABLE storage_s3_keys (
+                    id text PRIMARY KEY, secret text NOT NULL, buckets text NOT NULL, created_us bigint NOT NULL,
+                    revoked boolean NOT NULL, note text)
+                """,
+                """
+                CREATE TABLE storage_multipart (
+                    upload_id text PRIMARY KEY, bucket text NOT NULL, name text NOT NULL, attributes text NOT NULL,
+                    created_us bigint NOT NULL)
+                """,
+                """
+                CREATE TABLE storage_parts (
+                    upload_id text NOT NULL, part_number bigint NOT NULL, size bigint NOT NULL, md5 bytea NOT NULL,
+                    blob_id text NOT NULL, modified_us bigint NOT NULL, PRIMARY KEY (upload_id, part_number))
+                """,
+                "CREATE INDEX storage_parts_blob ON storage_parts (blob_id)",
+            ]),
+        Migration(
+            version: 3, name: "app-check",
+            statements: [
+                """
+                CREATE TABLE app_check_apps (
+                    app_id text COLLATE "C" PRIMARY KEY, created_us bigint NOT NULL)
+                """,
+                """
+                CREATE TABLE app_check_debug_tokens (
+                    app_id text NOT NULL REFERENCES app_check_apps (app_id) ON DELETE CASCADE, digest bytea NOT NULL,
+                    name text NOT NULL, created_us bigint NOT NULL, PRIMARY KEY (app_id, digest))
+                """,
+                "CREATE TABLE app_check_consumed (token_id text PRIMARY KEY, expires bigint NOT NULL)",
+                "CREATE INDEX app_check_consumed_expiry ON app_check_consumed (expires)",
+            ]),
+    ]
+
+    /// The newest version this binary knows.
+    public static var currentVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Connects to `settings`' database on a connection of its own, takes the advisory lock and
+    /// applies the migrations it lacks. Returns the versions it applied (empty when the schema was
+    /// current). UNAVAILABLE naming the endpoint and the cause when the database cannot be reached;
+    /// FAILED_PRECONDITION when the schema is newer than this binary.
+    @discardableResult
+    public static func migrate(_ settings: PostgresSettings, logger: Logger = Logger(label: "hearth.postgres")) async throws -> [Int] {
+        try await migrate(settings, migrations: migrations, logger: logger)
+    }
+
+    /// ``migrate(_:logger:)`` with a given list (tests try a binary that knows fewer versions).
+    static func migrate(_ settings: PostgresSettings, migrations: [Migration], logger: Logger) async throws -> [Int] {
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                on: PostgresConnection.defaultEventLoopGroup.next(), configuration: try settings.connectionConfiguration(), id: 0, logger: logger
+            ).get()
+        } catch {
+            throw Self.unreachable(error, settings)
+        }
+        do {
+            let applied = try await migrate(connection, migrations: migrations, endpoint: settings.endpoint, logger: logger)
+            try? await connection.close()
+            return applied
+        } catch {
+            try? await connection.close()
+            throw PostgresBackendError.hearthError(error, endpoint: settings.endpoint)
+        }
+    }
+
+    static func migrate(_ connection: PostgresConnection, migrations: [Migration], endpoint: String, logger: Logger) async throws -> [Int] {
+        let session = PostgresSession(connection: connection, logger: logger)
+        // Held until unlocked below or the connection closes (a crashed migrator frees it).
+        try await session.execute("SELECT pg_advisory_lock(\(lockKey))")
+        do {
+            try await session.execute(
+                """
+                CREATE TABLE IF NOT EXISTS hearth_schema_migrations (
+                    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+                """)
+            let found = try await session.value("SELECT coalesce(max(version), 0) FROM hearth_schema_migrations", as: Int.self) ?? 0
+            let supported = migrations.last?.version ?? 0
+            if found > supported {
+                throw PostgresBackendError(
+                    .schemaTooNew(found: found, supported: supported), endpoint: endpoint,
+                    detail: "schema version \(found), this binary knows up to \(supported)")
+            }
+            var applied: [Int] = []
+            for migration in migrations where migration.version > found {
+                try await session.execute("BEGIN")
+                do {
+                    for statement in migration.statements { try await session.execute(PostgresQuery(unsafeSQL: statement)) }
+                    try await session.execute(
+                        "INSERT INTO hearth_schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))")
+                    try await session.execute("COMMIT")
+                } catch {
+                    try? await session.execute("ROLLBACK")
+                    throw error
+                }
+                logger.info("applied schema migration", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+                applied.append(migration.version)
+            }
+            try await session.execute("SELECT pg_advisory_unlock(\(lockKey))")
+            return applied
+        } catch {
+            try? await session.execute("SELECT pg_advisory_unlock(\(lockKey))")
+            throw error
+        }
+    }
+
+    /// The schema version recorded in the database (0 before the first migration).
+    public static func version(_ backend: PostgresBackend) async throws -> Int {
+        try await backend.read { session in
+            guard try await session.exists("SELECT 1 FROM pg_tables WHERE tablename = 'hearth_schema_migrations'") else { return 0 }
+            return try await session.value("SELECT coalesce(max(version), 0) FROM hearth_schema_migrations", as: Int.self) ?? 0
+        }
+    }
+
+    static func unreachable(_ error: any Error, _ settings: PostgresSettings) -> HearthError {
+        let detail: String
+        switch error {
+        case let error as PSQLError: detail = PostgresBackendError.underlyingText(error)
+        default: detail = "\(error)"
+        }
+        return HearthError(
+            .unavailable, "Cannot connect to PostgreSQL at \(settings.endpoint) (database \(settings.database ?? settings.username)): \(detail)",
+            cause: PostgresBackendError(.unavailable, endpoint: settings.endpoint, detail: detail))
+    }
+}

@@ -1,0 +1,27 @@
+import HearthAppCheck
+import HearthDatabase
+import HearthStorage
+import HearthStoreConformance
+import Testing
+
+@testable import HearthPostgres
+
+/// The store conformance suites, unchanged, on PostgreSQL: each scenario on a fresh, migrated
+/// database of the test server.
+@Suite(.enabled(if: TestPostgres.available, "PostgreSQL is not installed and HEARTH_TEST_POSTGRES_URL is not set"))
+struct PostgresStoreConformanceTests {
+    @Test(arguments: DatabaseTreeStoreConformance.all)
+    func databaseTree(_ scenario: DatabaseTreeStoreConformance.Case) async throws {
+        try await scenario.run { PostgresDatabaseTreeStore(backend: try await TestPostgres.shared.freshBackend()) }
+    }
+
+    @Test(arguments: ObjectMetadataStoreConformance.all)
+    func objectMetadata(_ scenario: ObjectMetadataStoreConformance.Case) async throws {
+        try await scenario.run { PostgresObjectMetadataStore(backend: try await TestPostgres.shared.freshBackend()) }
+    }
+
+    @Test(arguments: AppCheckStoreConformance.all)
+    func appCheck(_ scenario: AppCheckStoreConformance.Case) async throws {
+        try await scenario.run { PostgresAppCheckStore(backend: try await TestPostgres.shared.freshBackend()) }
+    }
+}
