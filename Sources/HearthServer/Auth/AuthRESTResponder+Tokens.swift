@@ -1,5 +1,6 @@
 import HearthCore
 import HearthAuth
+import HearthJWT
 import Hummingbird
 import NIOCore
 import Foundation
@@ -108,8 +109,7 @@ final class CertificateCache: Sendable {
                 members.append((key.kid, .string(pem)))
                 continue
             }
-            let b64 = Data(try ring.certificate(for: key)).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-            let pem = "-----BEGIN CERTIFICATE-----\n\(b64)\n-----END CERTIFICATE-----\n"
+            let pem = RSAKeySet.pem(certificateDER: try ring.certificate(for: key))
             pems.withLock { $0[key.kid] = pem }
             members.append((key.kid, .string(pem)))
         }
