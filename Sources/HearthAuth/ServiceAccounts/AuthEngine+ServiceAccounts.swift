@@ -25,6 +25,11 @@ public struct CreatedServiceAccount: Sendable {
     public var keyFile: JSON
 }
 
+extension HearthError.Reason {
+    /// OAuth2's `invalid_grant` (RFC 6749 §5.2): the JWT-bearer assertion was refused.
+    public static let invalidGrant = Self("invalid_grant")
+}
+
 extension AuthEngine {
     /// Access tokens live one hour, as Google's.
     public static let accessTokenLifetime: Int64 = 3600
@@ -85,7 +90,7 @@ extension AuthEngine {
     /// by a registered service account (`iss` = its email, `exp` ≤ `iat` + 1 h, `aud` a token URI).
     /// Returns an RS256 access token signed by the key ring.
     public func exchangeJWTBearer(assertion: String) async throws -> AccessTokenGrant {
-        func invalid(_ why: String) -> HearthError { HearthError(.unauthenticated, "invalid_grant: \(why)") }
+        func invalid(_ why: String) -> HearthError { HearthError(.unauthenticated, why, reason: .invalidGrant) }
         guard let jwt = JWT.parse(assertion) else { throw invalid("The assertion is not a JWT.") }
         do throws(JWTError) { try jwt.checkHeader(requireKeyID: false) } catch { throw invalid("The assertion must be signed with RS256.") }
         let c = jwt.payload

@@ -74,8 +74,7 @@ extension AuthRESTResponder {
                 ("access_token", .string(g.accessToken)), ("expires_in", .number(String(g.expiresIn))), ("token_type", .string("Bearer")),
             ]))
         } catch let e as HearthError where e.code == .unauthenticated {
-            let text = e.message.hasPrefix("invalid_grant: ") ? String(e.message.dropFirst("invalid_grant: ".count)) : e.message
-            return oauthError("invalid_grant", text)
+            return oauthError("invalid_grant", e.message)
         }
     }
 
