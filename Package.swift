@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "HearthCore", targets: ["HearthCore"]),
         .library(name: "HearthRules", targets: ["HearthRules"]),
         .library(name: "HearthAuth", targets: ["HearthAuth"]),
+        .library(name: "HearthJWT", targets: ["HearthJWT"]),
         .library(name: "HearthDocuments", targets: ["HearthDocuments"]),
         .library(name: "HearthDatabase", targets: ["HearthDatabase"]),
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
@@ -63,12 +64,26 @@ let package = Package(
         // libFuzzer front end (built with -sanitize=fuzzer by scripts/fuzz); otherwise replays inputs.
         .executableTarget(name: "hearth-fuzz", dependencies: ["HearthFuzzTargets"], swiftSettings: swiftSettings),
         // The security-rules language: lexer, parser, evaluator — no I/O.
-        .target(name: "HearthRules", dependencies: ["HearthCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "HearthRules", dependencies: ["HearthCore", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
+        // JWTs: the one parser, RS256 signer and verifier, time checks, and the JWKS / x509 key-set
+        // reader and writer, for Auth, App Check, the token-verifier library and the client SDK.
+        .target(
+            name: "HearthJWT",
+            dependencies: [
+                "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Accounts, password hashing, tokens — no HTTP.
         .target(
             name: "HearthAuth",
             dependencies: [
-                "HearthCore",
+                "HearthCore", "HearthJWT",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
@@ -155,7 +170,7 @@ let package = Package(
         .target(
             name: "HearthAppCheck",
             dependencies: [
-                "HearthCore", "HearthAuth",
+                "HearthCore", "HearthAuth", "HearthJWT",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
@@ -166,7 +181,7 @@ let package = Package(
             name: "HearthServer",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthSQLite", "HearthRules", "HearthAuth", "HearthStorage",
-                "HearthDatabase", "HearthFiles", "HearthAppCheck", "HearthTesting",
+                "HearthDatabase", "HearthFiles", "HearthAppCheck", "HearthTesting", "HearthJWT",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -213,7 +228,7 @@ let package = Package(
         .target(
             name: "HearthTokenVerifier",
             dependencies: [
-                "HearthCore",
+                "HearthCore", "HearthJWT",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -239,7 +254,7 @@ let package = Package(
             exclude: ["README.md"],
             swiftSettings: swiftSettings
         ),
-        // The client SDK. It shares no server code: HearthClientCore (apps, options, HTTP), one module per service
+        // The client SDK. It shares no server code (only HearthCore's values and HearthJWT, which every JWT reader uses): HearthClientCore (apps, options, HTTP), one module per service
         // behind the umbrella HearthClient, so an app using only Auth builds only Auth.
         .target(
             name: "HearthClientCore",
@@ -250,7 +265,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "HearthClientAuth", dependencies: ["HearthClientCore"], swiftSettings: swiftSettings),
+        // Decodes ID-token claims with HearthJWT's parser (the one JWT parser; no server code).
+        .target(name: "HearthClientAuth", dependencies: ["HearthClientCore", "HearthCore", "HearthJWT"], swiftSettings: swiftSettings),
         .target(name: "HearthClientStorage", dependencies: ["HearthClientCore", "HearthClientAuth"], swiftSettings: swiftSettings),
         .target(
             name: "HearthClientFirestore",
@@ -312,7 +328,7 @@ let package = Package(
         .testTarget(
             name: "HearthTokenVerifierTests",
             dependencies: [
-                "HearthTokenVerifier", "HearthTokenVerifierHummingbird", "HearthAuth", "HearthCore",
+                "HearthTokenVerifier", "HearthTokenVerifierHummingbird", "HearthAuth", "HearthCore", "HearthJWT",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -322,9 +338,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HearthJWTTests",
+            dependencies: [
+                "HearthJWT", "HearthCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "HearthAuthTests",
             dependencies: [
-                "HearthAuth", "HearthCore", "HearthSQLite",
+                "HearthAuth", "HearthCore", "HearthSQLite", "HearthJWT",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -343,7 +368,8 @@ let package = Package(
         .testTarget(
             name: "HearthAppCheckTests",
             dependencies: [
-                "HearthAppCheck", "HearthAuth", "HearthCore", "HearthSQLite", "HearthStoreConformance", .product(name: "GRDB", package: "GRDB.swift"),
+                "HearthAppCheck", "HearthAuth", "HearthCore", "HearthJWT", "HearthSQLite", "HearthStoreConformance",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(
@@ -388,7 +414,7 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthCore", "HearthAuth", "HearthDatabase", "HearthDocuments", "HearthSQLite", "HearthStorage",
+                "HearthServer", "HearthCore", "HearthAuth", "HearthJWT", "HearthDatabase", "HearthDocuments", "HearthSQLite", "HearthStorage",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,7 +1,7 @@
 public import HearthCore
 public import HearthAuth
 import Crypto
-import _CryptoExtras
+import HearthJWT
 import Foundation
 
 /// Hearth's App Check issuer and verifier. It mints RS256 App Check tokens in Firebase's
@@ -26,6 +26,8 @@ public struct AppCheckEngine: Sendable {
     public static let customTTLRange: ClosedRange<Int64> = 1800...(7 * 86400)
     /// Tolerated clock difference for `iat` of custom tokens.
     static let clockSkew: Int64 = 60
+    /// Custom tokens: not expired, `iat` not in the future (give or take the skew), at most one hour long.
+    static let customTokenTimes = JWTTimeRules(expiryLeeway: 0, issuedAtLeeway: clockSkew, maxLifetime: 3600)
 
     public init(
         projectID: String, projectNumber: String? = nil, keyRing: KeyRing, store: any AppCheckStore, customTokenSigners: [CustomTokenSigner] = [],
@@ -105,20 +107,16 @@ public struct AppCheckEngine: Sendable {
     public func exchangeCustomToken(appID: String, customToken: String, limitedUse: Bool) async throws -> IssuedToken {
         try await requireApp(appID)
         let rejected = AppCheckError(.customTokenRejected, "The custom token is invalid.")
-        guard let jwt = JWT.parse(customToken), jwt.algorithm == "RS256" else { throw rejected }
+        guard let jwt = JWT.parse(customToken), (try? jwt.checkHeader(requireKeyID: false)) != nil else { throw rejected }
         let claims = jwt.payload
         guard let issuer = claims["iss"]?.stringValue, claims["sub"]?.stringValue == issuer else { throw rejected }
-        let keyID = jwt.keyID
-        let candidates = customTokenSigners.filter { $0.clientEmail == issuer && (keyID == nil || $0.keyID == nil || $0.keyID == keyID) }
-        let signature = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
-        let digest = SHA256.hash(data: jwt.signingInput)
-        guard candidates.contains(where: { $0.publicKey.isValidSignature(signature, for: digest, padding: .insecurePKCS1v1_5) }) else {
-            throw rejected
+        // A registered signer with this client email (and this kid, when both name one).
+        let signed = try? jwt.verifySignature(requireKeyID: false) { keyID in
+            customTokenSigners.filter { $0.clientEmail == issuer && (keyID == nil || $0.keyID == nil || $0.keyID == keyID) }.map(\.publicKey)
         }
-        let seconds = clock.seconds
+        guard signed != nil else { throw rejected }
         guard claims["aud"]?.stringValue == Self.customTokenAudience, claims["app_id"]?.stringValue == appID,
-            let exp = claims["exp"]?.int64Value, exp > seconds, let iat = claims["iat"]?.int64Value, iat <= seconds + Self.clockSkew,
-            exp - iat <= 3600
+            (try? JWTTimes(claims: claims, now: clock.seconds, rules: Self.customTokenTimes)) != nil
         else { throw rejected }
         var ttl = tokenTTL
         if let requested = claims["ttl"] {
@@ -150,10 +148,9 @@ public struct AppCheckEngine: Sendable {
             ("jti", .string(Base64.urlEncode(SecureRandom.bytes(16)))),
         ])
         let key = try keyRing.activeKey()
-        let header: JSON = .object([("kid", .string(key.kid)), ("typ", .string("JWT")), ("alg", .string("RS256"))])
-        let token = try JWT.encode(header: header, payload: claims) { input in
-            Array(try key.privateKey.signature(for: SHA256.hash(data: input), padding: .insecurePKCS1v1_5).rawRepresentation)
-        }
+        // Firebase's App Check header order: kid, typ, alg.
+        let header: JSON = .object([("kid", .string(key.kid)), ("typ", .string("JWT")), ("alg", .string(RS256.algorithm))])
+        let token = try JWT.signRS256(header: header, payload: claims, key: key.privateKey)
         return IssuedToken(token: token, ttlSeconds: ttl)
     }
 
@@ -175,16 +172,20 @@ public struct AppCheckEngine: Sendable {
     /// `sub` an app that is (still) registered.
     public func verify(_ token: String) async throws -> VerifiedToken {
         let invalid = AppCheckError(.invalidToken, "Invalid App Check token.")
-        guard token.utf8.count <= 8192, let jwt = JWT.parse(token), jwt.algorithm == "RS256", jwt.header["typ"]?.stringValue == "JWT",
-            let keyID = jwt.keyID, let key = keyRing.publicKey(kid: keyID),
-            key.isValidSignature(
-                _RSA.Signing.RSASignature(rawRepresentation: jwt.signature), for: SHA256.hash(data: jwt.signingInput), padding: .insecurePKCS1v1_5)
+        guard token.utf8.count <= 8192, let jwt = JWT.parse(token), jwt.type == "JWT",
+            (try? jwt.verifySignature { keyID in keyID.flatMap { keyRing.publicKey(kid: $0) }.map { [$0] } ?? [] }) != nil
         else { throw invalid }
         let claims = jwt.payload
-        let seconds = clock.seconds
-        guard let exp = claims["exp"]?.int64Value, exp > seconds else { throw AppCheckError(.invalidToken, "The App Check token has expired.") }
-        guard let iat = claims["iat"]?.int64Value, iat <= seconds + Self.clockSkew,
-            let audience = claims["aud"]?.arrayValue, audience.contains(.string("projects/\(projectID)")),
+        let exp: Int64
+        do throws(JWTError) {
+            exp = try JWTTimes(claims: claims, now: clock.seconds, rules: JWTTimeRules(expiryLeeway: 0, issuedAtLeeway: Self.clockSkew)).expiresAt
+        } catch {
+            switch error {
+            case .missingClaim("exp"), .expired: throw AppCheckError(.invalidToken, "The App Check token has expired.")
+            default: throw invalid
+            }
+        }
+        guard let audience = claims["aud"]?.arrayValue, audience.contains(.string("projects/\(projectID)")),
             claims["iss"]?.stringValue == issuer,
             let appID = claims["sub"]?.stringValue, !appID.isEmpty
         else { throw invalid }

@@ -92,26 +92,20 @@ public enum AuthErrorCode: String, Sendable, CaseIterable {
         }
     }
 
-    /// This error as a value; `detail` is appended as Firebase does (`CODE : detail`).
+    /// This error as a value: the code as its typed reason, and as the message's head with
+    /// `detail` appended as Firebase's wire text has it (`CODE : detail`).
     public func error(_ detail: String? = nil) -> HearthError {
         let detail = detail ?? defaultDetail
-        return HearthError(canonical, detail.map { "\(rawValue) : \($0)" } ?? rawValue)
+        return HearthError(canonical, detail.map { "\(rawValue) : \($0)" } ?? rawValue, reason: reason)
     }
+
+    /// This code as a typed error reason.
+    public var reason: HearthError.Reason { HearthError.Reason(rawValue) }
 }
 
 extension HearthError {
-    /// The Firebase Auth error string this error carries (the text before the first `:`).
+    /// The Firebase Auth error code this error carries as its typed reason, if any.
     public var authErrorCode: AuthErrorCode? {
-        let head = message.split(separator: ":", maxSplits: 1).first.map { $0.trimmingCharacters(in: " ") } ?? ""
-        return AuthErrorCode(rawValue: head)
-    }
-}
-
-extension Substring {
-    func trimmingCharacters(in set: Character) -> String {
-        var s = self[...]
-        while s.first == set { s = s.dropFirst() }
-        while s.last == set { s = s.dropLast() }
-        return String(s)
+        reason.flatMap { AuthErrorCode(rawValue: $0.rawValue) }
     }
 }

@@ -1,4 +1,6 @@
 public import Foundation
+import HearthCore
+import HearthJWT
 
 /// What a sign-in returns.
 public struct AuthDataResult: Sendable {
@@ -25,25 +27,51 @@ public struct AuthTokenResult: Sendable {
     public let claims: [String: any Sendable]
 
     init(token: String) throws {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Self.base64URL(String(parts[1])),
-              let object = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any]
-        else { throw AuthErrorCode.malformedJWT.error() }
-        func date(_ key: String) -> Date { Date(timeIntervalSince1970: (object[key] as? NSNumber)?.doubleValue ?? 0) }
+        // HearthJWT's parser (the server's): the claims are read without checking the
+        // signature, as Firebase's SDKs do; the server checks it on every request.
+        guard let jwt = JWT.parse(token), let object = jwt.payload.objectValue else { throw AuthErrorCode.malformedJWT.error() }
+        let payload = jwt.payload
+        func date(_ key: String) -> Date { Date(timeIntervalSince1970: payload[key].flatMap(Self.seconds) ?? 0) }
         self.token = token
         expirationDate = date("exp")
         authDate = date("auth_time")
         issuedAtDate = date("iat")
-        let firebase = object["firebase"] as? [String: Any]
-        signInProvider = firebase?["sign_in_provider"] as? String ?? ""
-        signInSecondFactor = firebase?["sign_in_second_factor"] as? String
-        claims = object.compactMapValues { Self.sendable($0) }
+        let firebase = payload["firebase"]
+        signInProvider = firebase?["sign_in_provider"]?.stringValue ?? ""
+        signInSecondFactor = firebase?["sign_in_second_factor"]?.stringValue
+        var claims: [String: any Sendable] = [:]
+        for (name, value) in object { if let v = Self.claimValue(value) { claims[name] = v } }
+        self.claims = claims
     }
 
-    static func base64URL(_ text: String) -> Data? {
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while s.count % 4 != 0 { s += "=" }
-        return Data(base64Encoded: s)
+    /// A NumericDate claim as seconds (fractions kept).
+    static func seconds(_ value: JSON) -> Double? {
+        guard case .number(let text) = value else { return nil }
+        return Double(text)
+    }
+
+    /// A claim as the plain Swift value Firebase's SDKs hand out: integral numbers as `Int64`,
+    /// others as `Double`; `null` members are left out.
+    static func claimValue(_ value: JSON) -> (any Sendable)? {
+        switch value {
+        case .null:
+            return nil
+        case .bool(let b):
+            return b
+        case .string(let s):
+            return s
+        case .number(let text):
+            if let i = Int64(text) { return i }
+            guard let d = Double(text) else { return nil }
+            if d.rounded() == d, abs(d) < 9.2e18 { return Int64(d) }
+            return d
+        case .array(let items):
+            return items.compactMap(claimValue)
+        case .object(let members):
+            var out: [String: any Sendable] = [:]
+            for (name, member) in members { if let v = claimValue(member) { out[name] = v } }
+            return out
+        }
     }
 
     static func sendable(_ value: Any) -> (any Sendable)? {

@@ -61,17 +61,30 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
     }
 }
 
-/// An error as a value: a canonical code, a message that is safe to show to clients,
-/// and an optional underlying cause that is logged but never sent.
+/// An error as a value: a canonical code, a message that is safe to show to clients, an
+/// optional typed reason, and an optional underlying cause that is logged but never sent.
 public struct HearthError: Error, Sendable, CustomStringConvertible {
     public var code: ErrorCode
     public var message: String
+    /// The protocol's own name for this error beside the canonical code (Firebase Auth's
+    /// `EMAIL_EXISTS`, S3's `PreconditionFailed`, OAuth2's `invalid_grant`, …), so a transport
+    /// renders it without parsing it back out of `message`. Nil when the code says it all.
+    public var reason: Reason?
     public var cause: (any Error & Sendable)?
 
-    public init(_ code: ErrorCode, _ message: String, cause: (any Error & Sendable)? = nil) {
+    public init(_ code: ErrorCode, _ message: String, reason: Reason? = nil, cause: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
+        self.reason = reason
         self.cause = cause
+    }
+
+    /// A typed error reason; each module declares its own as static members
+    /// (`extension HearthError.Reason { static let … }`).
+    public struct Reason: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
     }
 
     public var description: String { "\(code.statusName): \(message)" }

@@ -1,3 +1,5 @@
+import HearthJWT
+
 /// Why a token was not accepted. Every case says what was wrong; none carries key material.
 public enum TokenVerificationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Not three base64url segments with JSON header and payload.
@@ -39,6 +41,24 @@ public enum TokenVerificationError: Error, Sendable, Equatable, CustomStringConv
         case .missingClaim(let c): "The token has no numeric \"\(c)\" claim."
         case .invalidSubject: "The token's \"sub\" claim is missing, empty or longer than 128 characters."
         case .keySetUnavailable(let why): "The public keys could not be loaded: \(why)"
+        }
+    }
+}
+
+extension TokenVerificationError {
+    /// The library's case for a reason from HearthJWT's parser, signature check or time checks.
+    init(_ error: JWTError) {
+        switch error {
+        case .malformed: self = .malformed
+        case .unsupportedAlgorithm(let alg): self = .unsupportedAlgorithm(alg)
+        case .missingKeyID, .unknownKeyID(nil): self = .missingKeyID
+        case .unknownKeyID(let kid?): self = .unknownKeyID(kid)
+        case .invalidSignature, .signingFailed: self = .invalidSignature
+        case .missingClaim(let claim): self = .missingClaim(claim)
+        case .expired(let exp, let now): self = .expired(expiresAt: exp, now: now)
+        case .issuedInFuture(let iat, let now): self = .issuedInFuture(issuedAt: iat, now: now)
+        // Not produced by the rules this library uses; kept total for the compiler.
+        case .notYetValid, .lifetimeTooLong: self = .malformed
         }
     }
 }

@@ -1,6 +1,6 @@
-public import HearthCore
-public import _CryptoExtras
-import Crypto
+import HearthCore
+import _CryptoExtras
+import HearthJWT
 public import Foundation
 import Synchronization
 
@@ -76,14 +76,13 @@ public final class TokenVerifier: Sendable {
             _ = try await publicKey(kid: seen.keyID)
             return try check(seen.payload, kid: seen.keyID)
         }
-        let jwt = try ParsedToken(token)
-        guard jwt.algorithm == "RS256" else { throw .unsupportedAlgorithm(jwt.algorithm) }
+        guard let jwt = JWT.parse(token) else { throw .malformed }
+        // HearthJWT's verifier: RS256 only, a kid required; the key is fetched between the
+        // header check and the signature check (it may need a network round trip).
+        do throws(JWTError) { try jwt.checkHeader() } catch { throw TokenVerificationError(error) }
         guard let kid = jwt.keyID else { throw .missingKeyID }
         let key = try await publicKey(kid: kid)
-        let sig = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
-        guard key.isValidSignature(sig, for: SHA256.hash(data: jwt.signingInput), padding: .insecurePKCS1v1_5) else {
-            throw .invalidSignature
-        }
+        do throws(JWTError) { try jwt.verifySignature { _ in [key] } } catch { throw TokenVerificationError(error) }
         let result = try check(jwt.payload, kid: kid)
         verified.insert(SignedPayload(keyID: kid, payload: jwt.payload), for: token)
         return result
@@ -102,18 +101,21 @@ public final class TokenVerifier: Sendable {
         let aud = c["aud"]?.stringValue
         guard aud == configuration.projectID else { throw .wrongAudience(aud) }
         guard let sub = c["sub"]?.stringValue, !sub.isEmpty, sub.utf8.count <= 128 else { throw .invalidSubject }
-        guard let exp = Self.seconds(c["exp"]) else { throw .missingClaim("exp") }
-        guard let iat = Self.seconds(c["iat"]) else { throw .missingClaim("iat") }
+        guard let exp = c["exp"]?.int64Value else { throw .missingClaim("exp") }
+        guard let iat = c["iat"]?.int64Value else { throw .missingClaim("iat") }
         let authTime: Int64
         if let a = c["auth_time"] {
-            guard let s = Self.seconds(a) else { throw .missingClaim("auth_time") }
+            guard let s = a.int64Value else { throw .missingClaim("auth_time") }
             authTime = s
         } else {
             authTime = iat
         }
         let t = now()
-        guard exp + configuration.leeway > t else { throw .expired(expiresAt: exp, now: t) }
-        guard iat <= t + configuration.leeway else { throw .issuedInFuture(issuedAt: iat, now: t) }
+        do throws(JWTError) {
+            _ = try JWTTimes(claims: c, now: t, rules: JWTTimeRules(expiryLeeway: configuration.leeway, issuedAtLeeway: configuration.leeway))
+        } catch {
+            throw TokenVerificationError(error)
+        }
         guard authTime <= t + configuration.leeway else { throw .authTimeInFuture(authTime: authTime, now: t) }
         return VerifiedToken(
             uid: sub, claims: c, email: c["email"]?.stringValue, emailVerified: c["email_verified"]?.boolValue ?? false,
@@ -160,10 +162,4 @@ public final class TokenVerifier: Sendable {
         }
     }
 
-    static func seconds(_ v: JSON?) -> Int64? {
-        guard case .number(let text)? = v else { return nil }
-        if let i = Int64(text) { return i }
-        if let d = Double(text), d.isFinite, abs(d) < 9e15 { return Int64(d) }
-        return nil
-    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HearthAuth
 import HearthCore
+import HearthJWT
 import HearthSQLite
 import Synchronization
 import Testing

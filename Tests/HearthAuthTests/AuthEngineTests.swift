@@ -2,6 +2,7 @@ import Testing
 import Foundation
 import GRDB
 import HearthCore
+import HearthJWT
 @testable import HearthAuth
 @testable import HearthSQLite
 

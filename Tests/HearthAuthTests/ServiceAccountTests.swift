@@ -3,6 +3,7 @@ import Foundation
 import Crypto
 import _CryptoExtras
 import HearthCore
+import HearthJWT
 @testable import HearthAuth
 
 /// Service accounts (key files, the JWT-bearer grant, access tokens), session cookies and the
@@ -82,12 +83,11 @@ import HearthCore
             let spki = Array(key.publicKey.derRepresentation)
             #expect(der.indices.contains { i in i + spki.count <= der.count && Array(der[i..<i + spki.count]) == spki })
             #expect(try sharedRing.certificate(for: key) == der)
+            // swift-certificates reads the key back, from the DER and from the document's PEM.
+            #expect(try RSAKeySet.publicKey(certificateDER: der).derRepresentation == key.publicKey.derRepresentation)
+            let pem = try #require(doc[key.kid]?.stringValue)
+            #expect(pem.hasPrefix("-----BEGIN CERTIFICATE-----\n") && pem.hasSuffix("\n-----END CERTIFICATE-----\n"))
+            #expect(try RSAKeySet.publicKey(certificatePEM: pem).derRepresentation == key.publicKey.derRepresentation)
         }
-    }
-
-    @Test func derTimes() {
-        #expect(DER.time(0) == DER.tlv(0x17, Array("700101000000Z".utf8)))
-        #expect(DER.time(2_524_608_000) == DER.tlv(0x18, Array("20500101000000Z".utf8)))
-        #expect(DER.time(951_782_400) == DER.tlv(0x17, Array("000229000000Z".utf8)))
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Crypto
 import _CryptoExtras
 import HearthCore
+import HearthJWT
 @testable import HearthAuth
 
 @Suite struct TokenTests {
@@ -74,6 +75,11 @@ import HearthCore
         try expectSync(.invalidIDToken) {
             try s.verifyIDToken(forge(token, header: .object([("alg", .string("RS256"))])))  // no kid
         }
+        // The same signature bytes in a non-canonical spelling (an unused bit of the last digit set).
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        var respelled = Array(token)
+        respelled[respelled.count - 1] = alphabet[alphabet.firstIndex(of: respelled.last!)! | 1]
+        try expectSync(.invalidIDToken) { try s.verifyIDToken(String(respelled)) }
         clock.advance(seconds: 3600)
         try expectSync(.tokenExpired) { try s.verifyIDToken(token) }
     }

@@ -148,6 +148,15 @@ import HearthClientCore
         #expect(result.signInProvider == "password")
         #expect(result.claims["user_id"] as? String == "u1")
         #expect(throws: (any Error).self) { try AuthTokenResult(token: "not a jwt") }
+        // HearthJWT's parser: claims as Firebase's SDKs hand them out, one spelling per token.
+        let other = Data(#"{"exp":2000000000,"iat":1999996400.5,"n":1.0,"f":2.5,"nul":null,"a":[1,"x",null],"o":{"k":true}}"#.utf8)
+            .base64EncodedString().replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        let decoded = try AuthTokenResult(token: "e30.\(other).sig")
+        #expect(decoded.issuedAtDate == Date(timeIntervalSince1970: 1_999_996_400.5))
+        #expect(decoded.claims["n"] as? Int64 == 1 && decoded.claims["f"] as? Double == 2.5 && decoded.claims["nul"] == nil)
+        #expect((decoded.claims["a"] as? [any Sendable])?.count == 2)
+        #expect((decoded.claims["o"] as? [String: any Sendable])?["k"] as? Bool == true)
+        #expect(throws: (any Error).self) { try AuthTokenResult(token: "e30.\(other).sih") }  // "h" sets an unused bit
     }
 
     /// Waits until callbacks queued so far have run.

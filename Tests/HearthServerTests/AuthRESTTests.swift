@@ -1,6 +1,7 @@
 import Foundation
 import HearthAuth
 import HearthCore
+import HearthJWT
 import Hummingbird
 import HummingbirdTesting
 import Logging

@@ -1,6 +1,7 @@
 import Foundation
 import HearthAuth
 import HearthCore
+import HearthJWT
 @testable import HearthTokenVerifier
 import Testing
 
@@ -217,12 +218,13 @@ import Testing
         #expect(PublicKeySet.maxAge(cacheControl: nil) == nil)
     }
 
-    @Test func derReaderRejectsTruncatedInput() throws {
+    @Test func certificateReaderRejectsTruncatedInput() throws {
         let issuer = try Issuer()
-        let der = TestCertificate.der(for: try issuer.keyRing.activeKey().privateKey)
-        #expect(DER.subjectPublicKeyInfo(certificate: der) != nil)
+        let key = try issuer.keyRing.activeKey()
+        let der = TestCertificate.der(for: key.privateKey)
+        #expect(try RSAKeySet.publicKey(certificateDER: der).derRepresentation == key.publicKey.derRepresentation)
         for cut in [0, 1, 2, 10, der.count / 2, der.count - 1] {
-            #expect(DER.subjectPublicKeyInfo(certificate: Array(der.prefix(cut))) == nil)
+            #expect(throws: (any Error).self) { try RSAKeySet.publicKey(certificateDER: Array(der.prefix(cut))) }
         }
     }
 }

@@ -264,6 +264,23 @@ def test_session_cookies(app, rest):
         auth.create_session_cookie(signed["idToken"], expires_in=datetime.timedelta(seconds=10), app=app)
 
 
+def test_id_tokens_have_one_spelling(app, rest):
+    """An ID token re-spelled by setting the unused bits of its signature's last base64url digit
+    decodes to the same bytes (Python's decoder, like many, ignores those bits), but it is not the
+    token that was issued: Hearth's one JWT parser (HearthJWT) accepts only the canonical spelling,
+    so a token cannot be re-spelled past a verified-token cache or a list keyed by its text."""
+    token = rest.sign_up(unique_email(), "secret123")["idToken"]
+    head, _, signature = token.rpartition(".")
+    assert len(signature) % 4 == 2  # RSA-2048: 342 digits, the last one carries 4 unused bits
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    respelled = f"{head}.{signature[:-1]}{alphabet[alphabet.index(signature[-1]) | 1]}"
+    assert respelled != token
+    assert base64.urlsafe_b64decode(respelled.rpartition(".")[2] + "==") == base64.urlsafe_b64decode(signature + "==")
+    auth.create_session_cookie(token, expires_in=datetime.timedelta(hours=1), app=app)
+    with pytest.raises(auth.InvalidIdTokenError):
+        auth.create_session_cookie(respelled, expires_in=datetime.timedelta(hours=1), app=app)
+
+
 def test_delete_users_batch(app):
     uids = [f"del-{uuid.uuid4().hex[:8]}-{i}" for i in range(3)]
     for uid in uids:

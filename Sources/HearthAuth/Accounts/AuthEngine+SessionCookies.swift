@@ -1,4 +1,5 @@
 import HearthCore
+import HearthJWT
 
 extension AuthEngine {
     /// Session cookies last 5 minutes to 14 days (Firebase's bounds).

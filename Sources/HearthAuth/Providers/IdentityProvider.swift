@@ -1,6 +1,6 @@
 public import HearthCore
 public import _CryptoExtras
-import Crypto
+import HearthJWT
 import Foundation
 
 /// An OpenID Connect identity provider whose ID tokens `accounts:signInWithIdp` accepts:
@@ -41,18 +41,10 @@ public struct IdentityProvider: Sendable {
         self.init(providerID: id, issuer: iss, audiences: auds, keys: keys)
     }
 
-    /// The RSA keys of a JWKS document (`{"keys":[{"kty":"RSA","kid","n","e"}]}`) by `kid`;
-    /// other keys are skipped.
+    /// The RSA signing keys of a JWKS document (`{"keys":[{"kty":"RSA","kid","n","e"}]}`) by
+    /// `kid`; other keys (and keys marked for another `use` or `alg`) are skipped. HearthJWT's reader.
     public static func rsaKeys(jwks: JSON) -> [String: _RSA.Signing.PublicKey] {
-        var keys: [String: _RSA.Signing.PublicKey] = [:]
-        for k in jwks["keys"]?.arrayValue ?? [] {
-            guard k["kty"]?.stringValue == "RSA", let kid = k["kid"]?.stringValue,
-                let n = k["n"]?.stringValue.flatMap(Base64.decode), let e = k["e"]?.stringValue.flatMap(Base64.decode),
-                let key = try? _RSA.Signing.PublicKey(n: n, e: e)
-            else { continue }
-            keys[kid] = key
-        }
-        return keys
+        RSAKeySet.keys(jwks: jwks)
     }
 }
 
@@ -85,18 +77,21 @@ extension IdentityProvider {
     public func verify(_ token: String, now: Int64, clockSkew: Int64 = 60) throws(HearthError) -> ProviderIdentity {
         let bad = AuthErrorCode.invalidIDPResponse
         guard let jwt = JWT.parse(token) else { throw bad.error("The id_token is not a JWT.") }
-        guard jwt.algorithm == "RS256", let kid = jwt.keyID, let key = keys[kid] else {
+        do throws(JWTError) {
+            try jwt.verifySignature { kid in kid.flatMap { keys[$0] }.map { [$0] } ?? [] }
+        } catch {
+            if case .invalidSignature = error { throw bad.error("The id_token has an invalid signature.") }
             throw bad.error("The id_token is not signed by a configured key of \(providerID).")
-        }
-        let sig = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
-        guard key.isValidSignature(sig, for: SHA256.hash(data: jwt.signingInput), padding: .insecurePKCS1v1_5) else {
-            throw bad.error("The id_token has an invalid signature.")
         }
         let c = jwt.payload
         guard c["iss"]?.stringValue == issuer else { throw bad.error("The id_token has the wrong issuer.") }
         let auds = c["aud"]?.stringValue.map { [$0] } ?? (c["aud"]?.arrayValue ?? []).compactMap(\.stringValue)
         guard auds.contains(where: { audiences.contains($0) }) else { throw bad.error("The id_token has the wrong audience.") }
-        guard let exp = c["exp"]?.int64Value, exp + clockSkew > now else { throw bad.error("The id_token has expired.") }
+        do throws(JWTError) {
+            _ = try JWTTimes(claims: c, now: now, rules: JWTTimeRules(expiryLeeway: clockSkew))
+        } catch {
+            throw bad.error("The id_token has expired.")
+        }
         return try Self.identity(providerID: providerID, claims: c)
     }
 

@@ -1,5 +1,5 @@
 public import HearthCore
-import Crypto
+import HearthJWT
 import _CryptoExtras
 import Foundation
 
@@ -23,6 +23,11 @@ public struct CreatedServiceAccount: Sendable {
     public var record: ServiceAccountRecord
     /// `{"type":"service_account","project_id",…,"private_key","client_email","token_uri",…}`.
     public var keyFile: JSON
+}
+
+extension HearthError.Reason {
+    /// OAuth2's `invalid_grant` (RFC 6749 §5.2): the JWT-bearer assertion was refused.
+    public static let invalidGrant = Self("invalid_grant")
 }
 
 extension AuthEngine {
@@ -85,24 +90,26 @@ extension AuthEngine {
     /// by a registered service account (`iss` = its email, `exp` ≤ `iat` + 1 h, `aud` a token URI).
     /// Returns an RS256 access token signed by the key ring.
     public func exchangeJWTBearer(assertion: String) async throws -> AccessTokenGrant {
-        func invalid(_ why: String) -> HearthError { HearthError(.unauthenticated, "invalid_grant: \(why)") }
+        func invalid(_ why: String) -> HearthError { HearthError(.unauthenticated, why, reason: .invalidGrant) }
         guard let jwt = JWT.parse(assertion) else { throw invalid("The assertion is not a JWT.") }
-        guard jwt.algorithm == "RS256" else { throw invalid("The assertion must be signed with RS256.") }
+        do throws(JWTError) { try jwt.checkHeader(requireKeyID: false) } catch { throw invalid("The assertion must be signed with RS256.") }
         let c = jwt.payload
         guard let iss = c["iss"]?.stringValue else { throw invalid("The assertion has no issuer.") }
         guard let record = try await store.read({ r in try r.serviceAccount(clientEmail: iss) }),
             let key = try? _RSA.Signing.PublicKey(pemRepresentation: record.publicKeyPEM)
         else { throw invalid("Invalid JWT Signature.") }
-        if let kid = jwt.keyID, kid != record.keyID { throw invalid("Invalid JWT Signature.") }
-        let sig = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
-        guard key.isValidSignature(sig, for: SHA256.hash(data: jwt.signingInput), padding: .insecurePKCS1v1_5) else {
+        do throws(JWTError) {
+            // The record's key, and only under its kid when the header names one.
+            try jwt.verifySignature(requireKeyID: false) { kid in kid == nil || kid == record.keyID ? [key] : [] }
+        } catch {
             throw invalid("Invalid JWT Signature.")
         }
         guard let aud = c["aud"]?.stringValue, aud.hasSuffix("/token") else { throw invalid("Invalid JWT: the audience must be a token URI.") }
-        guard let iat = c["iat"]?.int64Value, let exp = c["exp"]?.int64Value else { throw invalid("Invalid JWT: iat and exp are required.") }
+        guard c["iat"]?.int64Value != nil, c["exp"]?.int64Value != nil else { throw invalid("Invalid JWT: iat and exp are required.") }
         let now = clock.seconds
-        guard exp > now else { throw invalid("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.") }
-        guard iat <= now + 300, exp - iat <= 3600 else {
+        do throws(JWTError) {
+            _ = try JWTTimes(claims: c, now: now, rules: JWTTimeRules(expiryLeeway: 0, issuedAtLeeway: 300, maxLifetime: 3600))
+        } catch {
             throw invalid("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.")
         }
         var claims: [(String, JSON)] = [
@@ -117,14 +124,12 @@ extension AuthEngine {
     /// Verifies a Hearth access token; nil when `token` is not one (or no longer valid: expired,
     /// signed by an unpublished key, or its service account was removed).
     public func verifyAccessToken(_ token: String) async throws -> ServicePrincipal? {
-        guard let jwt = JWT.parse(token), jwt.algorithm == "RS256", jwt.header["typ"]?.stringValue == "at+jwt",
-            let kid = jwt.keyID, let key = tokens.keyRing.publicKey(kid: kid)
+        guard let jwt = JWT.parse(token), jwt.type == "at+jwt",
+            (try? jwt.verifySignature { kid in kid.flatMap { tokens.keyRing.publicKey(kid: $0) }.map { [$0] } ?? [] }) != nil
         else { return nil }
-        let sig = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
-        guard key.isValidSignature(sig, for: SHA256.hash(data: jwt.signingInput), padding: .insecurePKCS1v1_5) else { return nil }
         let c = jwt.payload
         guard c["iss"]?.stringValue == accessTokenIssuer, c["aud"]?.stringValue == tokens.projectID,
-            let sub = c["sub"]?.stringValue, let exp = c["exp"]?.int64Value, exp > clock.seconds
+            let sub = c["sub"]?.stringValue, let exp = (try? JWTTimes(claims: c, now: clock.seconds, rules: JWTTimeRules(expiryLeeway: 0)))?.expiresAt
         else { return nil }
         guard try await store.read({ r in try r.serviceAccount(clientEmail: sub) }) != nil else { return nil }
         return ServicePrincipal(clientEmail: sub, scope: c["scope"]?.stringValue, expiresAt: exp)
@@ -132,14 +137,6 @@ extension AuthEngine {
 
     /// Signs claims with the key ring's active key (RS256, `kid`).
     func signWithKeyRing(_ claims: JSON, type: String = "JWT") throws(HearthError) -> String {
-        let key = try tokens.keyRing.activeKey()
-        let header: JSON = .object([("alg", .string("RS256")), ("kid", .string(key.kid)), ("typ", .string(type))])
-        do {
-            return try JWT.encode(header: header, payload: claims) { input in
-                Array(try key.privateKey.signature(for: SHA256.hash(data: input), padding: .insecurePKCS1v1_5).rawRepresentation)
-            }
-        } catch {
-            throw HearthError(.internal, "Cannot sign a token.", cause: error)
-        }
+        try tokens.keyRing.signJWT(claims, type: type)
     }
 }

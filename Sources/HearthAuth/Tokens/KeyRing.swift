@@ -1,6 +1,7 @@
 public import HearthCore
 public import _CryptoExtras
 import Crypto
+import HearthJWT
 public import Foundation
 import Synchronization
 
@@ -172,28 +173,24 @@ public final class KeyRing: Sendable {
 
     /// The JWKS document (`{"keys":[{kty,alg,use,kid,n,e}]}`).
     public func jwks() -> JSON {
-        .object([("keys", .array(publishedKeys.compactMap { k in
-            guard let prim = try? k.publicKey.getKeyPrimitives() else { return nil }
-            return .object([
-                ("kty", .string("RSA")), ("alg", .string("RS256")), ("use", .string("sig")), ("kid", .string(k.kid)),
-                ("n", .string(Base64.urlEncode(Self.stripLeadingZeros(prim.modulus)))),
-                ("e", .string(Base64.urlEncode(Self.stripLeadingZeros(prim.publicExponent)))),
-            ])
-        }))])
-    }
-
-    static func stripLeadingZeros(_ d: Data) -> [UInt8] {
-        let bytes = Array(d)
-        let first = bytes.firstIndex(where: { $0 != 0 }) ?? max(0, bytes.count - 1)
-        return Array(bytes[first...])
+        RSAKeySet.jwks(publishedKeys.map { (kid: $0.kid, key: $0.publicKey) })
     }
 
     /// Signs `input` with the active key (RS256: RSASSA-PKCS1-v1_5 over SHA-256); returns kid and signature.
     public func sign(_ input: [UInt8]) throws(HearthError) -> (kid: String, signature: [UInt8]) {
         let key = try activeKey()
-        do {
-            let sig = try key.privateKey.signature(for: SHA256.hash(data: input), padding: .insecurePKCS1v1_5)
-            return (key.kid, Array(sig.rawRepresentation))
+        do throws(JWTError) {
+            return (key.kid, try RS256.sign(input, with: key.privateKey))
+        } catch {
+            throw HearthError(.internal, "Cannot sign a token.", cause: error)
+        }
+    }
+
+    /// Signs `claims` as an RS256 JWT with the active key (header `alg`, `kid`, `typ`).
+    public func signJWT(_ claims: JSON, type: String = "JWT") throws(HearthError) -> String {
+        let key = try activeKey()
+        do throws(JWTError) {
+            return try JWT.signRS256(header: JWT.rs256Header(keyID: key.kid, type: type), payload: claims, key: key.privateKey)
         } catch {
             throw HearthError(.internal, "Cannot sign a token.", cause: error)
         }

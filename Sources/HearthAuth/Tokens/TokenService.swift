@@ -1,6 +1,6 @@
 public import HearthCore
 public import _CryptoExtras
-import Crypto
+import HearthJWT
 import Foundation
 
 /// A verified ID token: who it names and everything it claims.
@@ -115,15 +115,7 @@ public final class TokenService: Sendable {
 
     /// Signs any claim set as an RS256 JWT with the active key.
     public func sign(_ claims: JSON) throws(HearthError) -> String {
-        let key = try keyRing.activeKey()
-        let header: JSON = .object([("alg", .string("RS256")), ("kid", .string(key.kid)), ("typ", .string("JWT"))])
-        do {
-            return try JWT.encode(header: header, payload: claims) { input in
-                Array(try key.privateKey.signature(for: SHA256.hash(data: input), padding: .insecurePKCS1v1_5).rawRepresentation)
-            }
-        } catch {
-            throw HearthError(.internal, "Cannot sign a token.", cause: error)
-        }
+        try keyRing.signJWT(claims)
     }
 
     // MARK: Verification
@@ -162,8 +154,13 @@ public final class TokenService: Sendable {
         guard let exp = c["exp"]?.int64Value, let iat = c["iat"]?.int64Value else { throw invalid.error() }
         let authTime = c["auth_time"]?.int64Value ?? iat
         let now = clock.seconds
-        guard exp > now else { throw AuthErrorCode.tokenExpired.error() }
-        guard iat <= now + clockSkew, authTime <= now + clockSkew else {
+        do throws(JWTError) {
+            _ = try JWTTimes(claims: c, now: now, rules: JWTTimeRules(expiryLeeway: 0, issuedAtLeeway: clockSkew))
+        } catch {
+            if case .expired = error { throw AuthErrorCode.tokenExpired.error() }
+            throw invalid.error("Firebase ID token has \"iat\" or \"auth_time\" in the future.")
+        }
+        guard authTime <= now + clockSkew else {
             throw invalid.error("Firebase ID token has \"iat\" or \"auth_time\" in the future.")
         }
         return VerifiedIDToken(
@@ -184,10 +181,13 @@ public final class TokenService: Sendable {
         guard let uid = c["uid"]?.stringValue, !uid.isEmpty, uid.utf8.count <= 128 else {
             throw invalid.error("The custom token has an invalid uid.")
         }
-        let now = clock.seconds
-        if let exp = c["exp"]?.int64Value {
-            guard exp > now else { throw invalid.error("The custom token has expired.") }
-            if let iat = c["iat"]?.int64Value, exp - iat > 3600 { throw invalid.error("The custom token lives longer than one hour.") }
+        if c["exp"]?.int64Value != nil {
+            do throws(JWTError) {
+                _ = try JWTTimes(claims: c, now: clock.seconds, rules: JWTTimeRules(expiryLeeway: 0, maxLifetime: 3600))
+            } catch {
+                if case .lifetimeTooLong = error { throw invalid.error("The custom token lives longer than one hour.") }
+                throw invalid.error("The custom token has expired.")
+            }
         } else if jwt.algorithm != "none" {
             throw invalid.error("The custom token has no expiry.")
         }
@@ -209,24 +209,20 @@ public final class TokenService: Sendable {
 
     /// Returns whether the token was signed; throws `invalid` for anything but a good RS256
     /// signature by one of `keys(kid)` — or, with `allowUnsigned`, `alg: none` and no signature.
+    /// The check is HearthJWT's; this maps its reasons to Firebase's texts.
     func checkSignature(
         _ jwt: JWT, invalid: AuthErrorCode, keys: (String?) -> [_RSA.Signing.PublicKey]
     ) throws(HearthError) -> Bool {
-        switch jwt.algorithm {
-        case "RS256":
-            if jwt.keyID == nil && invalid == .invalidIDToken { throw invalid.error("Firebase ID token has no \"kid\" claim.") }
-            let candidates = keys(jwt.keyID)
-            guard !candidates.isEmpty else { throw invalid.error("The token was signed by an unknown key.") }
-            let digest = SHA256.hash(data: jwt.signingInput)
-            let sig = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
-            guard candidates.contains(where: { $0.isValidSignature(sig, for: digest, padding: .insecurePKCS1v1_5) }) else {
-                throw invalid.error("The token has an invalid signature.")
+        do throws(JWTError) {
+            let algorithms: Set<String> = allowUnsigned ? [RS256.algorithm, "none"] : [RS256.algorithm]
+            return try jwt.verifySignature(algorithms: algorithms, requireKeyID: invalid == .invalidIDToken, keys: keys) == RS256.algorithm
+        } catch {
+            switch error {
+            case .missingKeyID: throw invalid.error("Firebase ID token has no \"kid\" claim.")
+            case .unknownKeyID: throw invalid.error("The token was signed by an unknown key.")
+            case .invalidSignature: throw invalid.error("The token has an invalid signature.")
+            default: throw invalid.error("The token has an incorrect algorithm; RS256 is expected.")
             }
-            return true
-        case "none" where allowUnsigned && jwt.signature.isEmpty:
-            return false
-        default:
-            throw invalid.error("The token has an incorrect algorithm; RS256 is expected.")
         }
     }
 }

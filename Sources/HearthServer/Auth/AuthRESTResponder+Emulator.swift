@@ -1,5 +1,6 @@
 import HearthCore
 import HearthAuth
+import HearthJWT
 import Hummingbird
 import Foundation
 

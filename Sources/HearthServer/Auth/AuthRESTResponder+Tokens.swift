@@ -1,5 +1,6 @@
 import HearthCore
 import HearthAuth
+import HearthJWT
 import Hummingbird
 import NIOCore
 import Foundation
@@ -73,8 +74,7 @@ extension AuthRESTResponder {
                 ("access_token", .string(g.accessToken)), ("expires_in", .number(String(g.expiresIn))), ("token_type", .string("Bearer")),
             ]))
         } catch let e as HearthError where e.code == .unauthenticated {
-            let text = e.message.hasPrefix("invalid_grant: ") ? String(e.message.dropFirst("invalid_grant: ".count)) : e.message
-            return oauthError("invalid_grant", text)
+            return oauthError("invalid_grant", e.message)
         }
     }
 
@@ -108,8 +108,7 @@ final class CertificateCache: Sendable {
                 members.append((key.kid, .string(pem)))
                 continue
             }
-            let b64 = Data(try ring.certificate(for: key)).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-            let pem = "-----BEGIN CERTIFICATE-----\n\(b64)\n-----END CERTIFICATE-----\n"
+            let pem = RSAKeySet.pem(certificateDER: try ring.certificate(for: key))
             pems.withLock { $0[key.kid] = pem }
             members.append((key.kid, .string(pem)))
         }

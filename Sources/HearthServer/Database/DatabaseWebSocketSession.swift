@@ -1,4 +1,5 @@
 import HearthAuth
+import HearthJWT
 import HearthCore
 import HearthDatabase
 import HummingbirdWebSocket

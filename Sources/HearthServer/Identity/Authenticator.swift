@@ -1,5 +1,6 @@
 public import HearthCore
 public import HearthAuth
+import HearthJWT
 import Foundation
 
 /// The one component every Hearth service authenticates through. It reads

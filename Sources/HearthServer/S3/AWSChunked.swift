@@ -84,7 +84,8 @@ struct PayloadDecoder {
         }
     }
 
-    static func bad(_ code: String, _ message: String) -> HearthError { HearthError(.invalidArgument, "\(code): \(message)") }
+    /// A refused body: S3's code travels as the error's typed reason.
+    static func bad(_ code: String, _ message: String) -> HearthError { HearthError(.invalidArgument, message, reason: .init(code)) }
 
     var signed: Bool {
         if case .chunked(_?, _) = mode { return true }
@@ -208,7 +209,8 @@ struct PayloadDecoder {
             signingKey: signing.key, amzDate: signing.amzDate, scope: signing.scope, previous: previousSignature,
             chunkSHA256: SigV4.hex(chunkSHA.finalize()))
         guard SigV4.equal(expected, given) else {
-            throw HearthError(.permissionDenied, "SignatureDoesNotMatch: The chunk signature we calculated does not match the signature you provided.")
+            throw HearthError(
+                .permissionDenied, "The chunk signature we calculated does not match the signature you provided.", reason: .signatureDoesNotMatch)
         }
         previousSignature = given
     }

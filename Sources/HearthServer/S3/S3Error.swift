@@ -4,6 +4,11 @@ import Hummingbird
 import NIOCore
 import HTTPTypes
 
+extension HearthError.Reason {
+    /// SigV4 (headers, presigned URLs, aws-chunked trailers): the signature does not match.
+    static let signatureDoesNotMatch = Self("SignatureDoesNotMatch")
+}
+
 /// An S3 error: its code (`NoSuchKey`), message and HTTP status, rendered as S3's XML.
 struct S3Error: Error {
     var code: String
@@ -32,25 +37,17 @@ struct S3Error: Error {
         S3Error(code, message, status: statuses[code] ?? 400, resource: resource)
     }
 
-    /// A Hearth error in S3's terms. Messages of the form `Code: text` carry their S3 code.
+    /// A Hearth error in S3's terms: its typed reason when S3 has a code of that name (the
+    /// storage engine names its reasons as S3 does), otherwise the canonical code's S3 code.
     static func from(_ e: HearthError, notFound: String = "NoSuchKey", resource: String? = nil) -> S3Error {
-        if let colon = e.message.firstIndex(of: ":") {
-            let code = String(e.message[..<colon])
-            if statuses[code] != nil {
-                return named(code, e.message[e.message.index(after: colon)...].trimmingCharacters(in: .whitespaces), resource: resource)
-            }
-        }
-        if e.message.hasPrefix(ObjectPreconditions.failureMessage) { return named("PreconditionFailed", e.message, resource: resource) }
+        if let reason = e.reason, statuses[reason.rawValue] != nil { return named(reason.rawValue, e.message, resource: resource) }
         switch e.code {
-        case .notFound:
-            let code = e.message.hasPrefix("The bucket") ? "NoSuchBucket" : notFound
-            return named(code, e.message, resource: resource)
+        case .notFound: return named(notFound, e.message, resource: resource)
         case .alreadyExists: return named("BucketAlreadyOwnedByYou", e.message, resource: resource)
         case .permissionDenied, .unauthenticated: return named("AccessDenied", e.message, resource: resource)
-        case .failedPrecondition:
-            return named(e.message.contains("not empty") ? "BucketNotEmpty" : "PreconditionFailed", e.message, resource: resource)
+        case .failedPrecondition: return named("PreconditionFailed", e.message, resource: resource)
         case .resourceExhausted: return S3Error("InternalError", e.message, status: 507, resource: resource)
-        case .invalidArgument, .outOfRange: return named(e.message.contains("bucket name") ? "InvalidBucketName" : "InvalidArgument", e.message, resource: resource)
+        case .invalidArgument, .outOfRange: return named("InvalidArgument", e.message, resource: resource)
         default: return named("InternalError", "We encountered an internal error. Please try again.", resource: resource)
         }
     }

@@ -28,7 +28,7 @@ extension S3RESTResponder {
             }
             do {
                 try await store.delete(bucket, key)
-            } catch let e as HearthError where e.code == .notFound && !e.message.hasPrefix("The bucket") {
+            } catch let e as HearthError where e.code == .notFound && e.reason != .noSuchBucket {
                 // S3 answers 204 for a key that does not exist.
             }
             return Response(status: .noContent)

@@ -48,7 +48,7 @@ public struct StorageRESTResponder: HTTPResponder {
             if e.code.httpStatus >= 500 {
                 logger.error("storage request failed", metadata: ["path": "\(request.uri.path)", "client": "\(RequestOrigin.client(request.headers) ?? "-")", "error": "\(e)"])
             }
-            if e.code == .failedPrecondition && e.message.hasPrefix(ObjectPreconditions.failureMessage) {
+            if e.reason == .preconditionFailed {
                 // Cloud Storage answers failed generation/metageneration conditions with 412.
                 return HTTPSupport.json(
                     .object([("error", .object([("code", .number(412)), ("message", .string(e.message)), ("status", .string("FAILED_PRECONDITION"))]))]),

@@ -90,10 +90,26 @@ public protocol ObjectMetadataStore: Sendable {
     func revokeAccessKey(_ id: String) async throws -> Bool
 }
 
+/// Storage's typed error reasons, named as S3 names them (the S3 transport renders them as codes).
+extension HearthError.Reason {
+    public static let noSuchBucket = Self("NoSuchBucket")
+    public static let bucketNotEmpty = Self("BucketNotEmpty")
+    /// A generation / metageneration / ETag precondition did not hold (HTTP 412).
+    public static let preconditionFailed = Self("PreconditionFailed")
+    public static let invalidBucketName = Self("InvalidBucketName")
+    public static let invalidPart = Self("InvalidPart")
+    public static let invalidPartOrder = Self("InvalidPartOrder")
+    public static let entityTooSmall = Self("EntityTooSmall")
+}
+
 extension HearthError {
-    package static func noSuchBucket(_ name: String) -> HearthError { HearthError(.notFound, "The bucket \(name) does not exist.") }
+    package static func noSuchBucket(_ name: String) -> HearthError {
+        HearthError(.notFound, "The bucket \(name) does not exist.", reason: .noSuchBucket)
+    }
     package static func bucketExists(_ name: String) -> HearthError { HearthError(.alreadyExists, "The bucket \(name) already exists.") }
-    package static func bucketNotEmpty(_ name: String) -> HearthError { HearthError(.failedPrecondition, "The bucket \(name) is not empty.") }
+    package static func bucketNotEmpty(_ name: String) -> HearthError {
+        HearthError(.failedPrecondition, "The bucket \(name) is not empty.", reason: .bucketNotEmpty)
+    }
     package static func noSuchObject(_ bucket: String, _ name: String) -> HearthError { HearthError(.notFound, "No such object: \(bucket)/\(name)") }
     package static var noSuchUpload: HearthError { HearthError(.notFound, "The specified multipart upload does not exist.") }
 }

@@ -174,11 +174,12 @@ public struct ObjectPreconditions: Sendable, Hashable {
         if let m = ifMetagenerationNotMatch, m == (current?.metageneration ?? 0) { throw Self.failed("ifMetagenerationNotMatch") }
     }
 
-    /// Every precondition failure's message starts with this (HTTP transports answer 412).
+    /// Every precondition failure's message starts with this; its reason is
+    /// `.preconditionFailed` (HTTP transports answer 412).
     public static let failureMessage = "At least one of the pre-conditions you specified did not hold"
 
     static func failed(_ which: String) -> HearthError {
-        HearthError(.failedPrecondition, "\(failureMessage) (\(which)).")
+        HearthError(.failedPrecondition, "\(failureMessage) (\(which)).", reason: .preconditionFailed)
     }
 }
 
@@ -210,7 +211,10 @@ public enum StorageNames {
         guard (3...63).contains(bytes.count) || (bytes.count <= 222 && bytes.contains(46)), bytes.allSatisfy(okChar),
               let f = bytes.first, let l = bytes.last, alnum(f), alnum(l), !name.contains("..")
         else {
-            throw .invalidArgument("Invalid bucket name \"\(name)\": use 3-63 lower-case letters, digits, '-', '_' and '.', starting and ending with a letter or digit.")
+            throw HearthError(
+                .invalidArgument,
+                "Invalid bucket name \"\(name)\": use 3-63 lower-case letters, digits, '-', '_' and '.', starting and ending with a letter or digit.",
+                reason: .invalidBucketName)
         }
     }
 }

@@ -87,16 +87,17 @@ extension ObjectStore {
         var selected: [UploadedPart] = []
         var last = 0
         for (number, etag) in chosen {
-            guard number > last else { throw HearthError.invalidArgument("InvalidPartOrder: The list of parts was not in ascending order.") }
+            guard number > last else { throw HearthError(.invalidArgument, "The list of parts was not in ascending order.", reason: .invalidPartOrder) }
             last = number
             let clean = etag.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
             guard let p = stored[number], p.etag == clean else {
-                throw HearthError.invalidArgument("InvalidPart: One or more of the specified parts could not be found or its ETag did not match.")
+                throw HearthError(
+                    .invalidArgument, "One or more of the specified parts could not be found or its ETag did not match.", reason: .invalidPart)
             }
             selected.append(p)
         }
         for p in selected.dropLast() where p.size < Self.minPartSize {
-            throw HearthError.invalidArgument("EntityTooSmall: Your proposed upload is smaller than the minimum allowed size.")
+            throw HearthError(.invalidArgument, "Your proposed upload is smaller than the minimum allowed size.", reason: .entityTooSmall)
         }
         let out = try beginUpload()
         do {
