@@ -4,8 +4,9 @@ import HearthFirestoreProto
 import SwiftProtobuf
 
 /// The client's cache in SQLite (GRDB), one file per app and database, or in memory
-/// (`MemoryCacheSettings`): remote documents as the server last sent them (a missing document is
-/// kept as a row without bytes), listen targets with their resume tokens and read times and the
+/// (`MemoryCacheSettings`): remote documents as the server last sent them with their version (a
+/// missing document is kept as a row without bytes, with the version at which it was known
+/// missing), listen targets with their resume tokens and read times and the
 /// documents each last matched, and the queue of writes not yet acknowledged, per user.
 ///
 /// Every change is one SQLite transaction; the queue is written before a write is applied locally,
@@ -14,7 +15,7 @@ import SwiftProtobuf
 final class LocalCache: Sendable {
     typealias Document = Google_Firestore_V1_Document
 
-    static let schemaVersion = 1
+    static let schemaVersion = 2
     let database: DatabaseQueue
     /// Where the file is (nil in memory).
     let fileURL: URL?
@@ -64,6 +65,15 @@ final class LocalCache: Sendable {
             guard check == "ok" else { throw LocalCacheError.damaged(check) }
             let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
             if version == schemaVersion { return }
+            if version == 1 {
+                // Version 1 had no version columns: 0 means "read it from the document".
+                try db.execute(sql: """
+                    ALTER TABLE remote_documents ADD COLUMN version_seconds INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE remote_documents ADD COLUMN version_nanos INTEGER NOT NULL DEFAULT 0;
+                    PRAGMA user_version = \(schemaVersion);
+                    """)
+                return
+            }
             guard version == 0 else { throw LocalCacheError.damaged("schema version \(version)") }
             try db.execute(sql: """
                 CREATE TABLE remote_documents (
@@ -72,7 +82,9 @@ final class LocalCache: Sendable {
                     collection_id TEXT NOT NULL,
                     document BLOB,
                     size INTEGER NOT NULL,
-                    sequence INTEGER NOT NULL
+                    sequence INTEGER NOT NULL,
+                    version_seconds INTEGER NOT NULL DEFAULT 0,
+                    version_nanos INTEGER NOT NULL DEFAULT 0
                 );
                 CREATE INDEX remote_documents_collection ON remote_documents(collection_path);
                 CREATE INDEX remote_documents_group ON remote_documents(collection_id);
@@ -108,22 +120,56 @@ final class LocalCache: Sendable {
         return (segments.dropLast().joined(separator: "/"), segments.count >= 2 ? String(segments[segments.count - 2]) : "")
     }
 
-    /// Stores the server's version of documents (nil: known not to exist).
-    static func putRemote(_ db: GRDB.Database, _ documents: [(path: String, document: Document?)], sequence: Int64) throws {
+    /// Stores the server's version of documents (nil: known not to exist at `missingVersion`).
+    /// A document's version is its `update_time`; news older than what the cache holds for a path
+    /// is ignored (Watch can lag a write the server already acknowledged), so the cache never goes
+    /// back in time. A version-less entry (no update time, no `missingVersion`) is always stored.
+    /// Returns the paths stored.
+    @discardableResult
+    static func putRemote(
+        _ db: GRDB.Database, _ documents: [(path: String, document: Document?)], sequence: Int64,
+        missingVersion: Google_Protobuf_Timestamp? = nil
+    ) throws -> [String] {
+        var stored: [String] = []
         for (path, document) in documents {
+            let version: Google_Protobuf_Timestamp? = if let document { document.hasUpdateTime ? document.updateTime : nil } else { missingVersion }
+            if let version, let cached = try self.version(db, path), ValueOrder.compareTimestamps(cached, version) > 0 { continue }
             let bytes = try document.map { try $0.serializedBytes() as Data }
             let (collection, id) = collectionPath(path)
             try db.execute(
                 sql: """
-                    INSERT INTO remote_documents (path, collection_path, collection_id, document, size, sequence) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(path) DO UPDATE SET document = excluded.document, size = excluded.size, sequence = excluded.sequence
+                    INSERT INTO remote_documents (path, collection_path, collection_id, document, size, sequence, version_seconds, version_nanos)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(path) DO UPDATE SET document = excluded.document, size = excluded.size, sequence = excluded.sequence,
+                    version_seconds = excluded.version_seconds, version_nanos = excluded.version_nanos
                     """,
-                arguments: [path, collection, id, bytes, (bytes?.count ?? 0) + path.utf8.count, sequence])
+                arguments: [path, collection, id, bytes, (bytes?.count ?? 0) + path.utf8.count, sequence, version?.seconds ?? 0, Int64(version?.nanos ?? 0)])
+            stored.append(path)
         }
+        return stored
     }
 
-    static func removeRemote(_ db: GRDB.Database, _ paths: [String]) throws {
-        for path in paths { try db.execute(sql: "DELETE FROM remote_documents WHERE path = ?", arguments: [path]) }
+    /// The version the cache holds for a path (nil: not cached, or cached without a version).
+    static func version(_ db: GRDB.Database, _ path: String) throws -> Google_Protobuf_Timestamp? {
+        guard let row = try Row.fetchOne(
+            db, sql: "SELECT version_seconds, version_nanos, document IS NOT NULL AS present FROM remote_documents WHERE path = ?", arguments: [path])
+        else { return nil }
+        var version = Google_Protobuf_Timestamp()
+        version.seconds = row["version_seconds"]
+        version.nanos = Int32(clamping: row["version_nanos"] as Int64)
+        if version.seconds != 0 || version.nanos != 0 { return version }
+        // A row from schema version 1: the document knows its version.
+        guard row["present"] as Bool, case .some(.some(let document)) = try remote(db, path), document.hasUpdateTime else { return nil }
+        return document.updateTime
+    }
+
+    /// Forgets documents, except those the cache holds at a version newer than `unlessNewerThan`
+    /// (a write acknowledged after the point Watch speaks of).
+    static func removeRemote(_ db: GRDB.Database, _ paths: [String], unlessNewerThan readTime: Google_Protobuf_Timestamp? = nil) throws {
+        for path in paths {
+            if let readTime, let cached = try version(db, path), ValueOrder.compareTimestamps(cached, readTime) > 0 { continue }
+            try db.execute(sql: "DELETE FROM remote_documents WHERE path = ?", arguments: [path])
+        }
     }
 
     /// A cached document: `.some(nil)` when known missing, nil when not cached.

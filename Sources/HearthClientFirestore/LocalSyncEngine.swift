@@ -177,8 +177,11 @@ final class LocalSyncEngine: Sendable {
 
     func setWritePump(_ pump: (@Sendable () -> Void)?) { state.withLock { $0.writePump = pump } }
 
-    /// The server committed the head batch: its results become the cached documents (unless Watch
-    /// already delivered something newer) and the batch leaves the queue, in one transaction.
+    /// The server committed the head batch: its results become the cached documents at the
+    /// commit's version (a delete a missing document at that version; unless Watch already
+    /// delivered something newer) and the batch leaves the queue, in one transaction. Watch news
+    /// older than that version is ignored afterwards, so the listener never sees the state the
+    /// write replaced again (see `LocalCache.putRemote`).
     func acknowledge(batchID: Int64, results: [Google_Firestore_V1_WriteResult], commitTime: Google_Protobuf_Timestamp) throws {
         let (completion, resumed) = try state.withLock { s -> ((@Sendable ((any Error)?) -> Void)?, [@Sendable () -> Void]) in
             guard let batch = s.batches.first, batch.batchID == batchID else {
@@ -195,9 +198,8 @@ final class LocalSyncEngine: Sendable {
                     guard let path = relativePath(name) else { continue }
                     let cached = try LocalCache.remote(db, path)
                     let version = result.hasUpdateTime ? result.updateTime : commitTime
-                    if case .some(.some(let existing)) = cached, existing.hasUpdateTime,
-                        ValueOrder.compareTimestamps(existing.updateTime, version) >= 0 {
-                        continue  // Watch already has a version at least as new
+                    if let existing = try LocalCache.version(db, path), ValueOrder.compareTimestamps(existing, version) >= 0 {
+                        continue  // Watch already has a version at least as new (a document or a delete)
                     }
                     let isPatch = write.hasUpdateMask || write.hasCurrentDocument || !write.updateTransforms.isEmpty
                     if cached == nil, isPatch, case .update = write.operation { continue }  // unknown base: wait for Watch
@@ -205,7 +207,7 @@ final class LocalSyncEngine: Sendable {
                     let applied = LocalWriteApplier.apply(
                         write, to: base, name: name, localWriteTime: batch.localWriteTime,
                         transformResults: result.transformResults, commitTime: version)
-                    try LocalCache.putRemote(db, [(path, applied)], sequence: sequence)
+                    try LocalCache.putRemote(db, [(path, applied)], sequence: sequence, missingVersion: version)
                 }
                 try LocalCache.removeBatch(db, batchID)
             }
@@ -467,8 +469,9 @@ final class LocalSyncEngine: Sendable {
             s.sequence += 1
             let sequence = s.sequence
             try? cache.database.write { db in
-                try LocalCache.putRemote(db, puts, sequence: sequence)
-                try LocalCache.removeRemote(db, Array(stale))
+                // What Watch says as of `readTime`: older than an acknowledged write's version is ignored.
+                try LocalCache.putRemote(db, puts, sequence: sequence, missingVersion: readTime)
+                try LocalCache.removeRemote(db, Array(stale), unlessNewerThan: readTime)
                 try LocalCache.putTarget(
                     db, key: view.targetKey,
                     state: LocalCache.TargetState(resumeToken: resumeToken, readTime: readTime, paths: Array(paths)), sequence: sequence,
@@ -501,12 +504,12 @@ final class LocalSyncEngine: Sendable {
         }
     }
 
-    /// Caches documents the server returned to a one-time read (nil: missing).
-    func cacheServerDocuments(_ documents: [(path: String, document: Document?)]) {
+    /// Caches documents the server returned to a one-time read (nil: missing as of `readTime`).
+    func cacheServerDocuments(_ documents: [(path: String, document: Document?)], readTime: Google_Protobuf_Timestamp? = nil) {
         state.withLock { s in
             s.sequence += 1
             let sequence = s.sequence
-            try? cache.database.write { db in try LocalCache.putRemote(db, documents, sequence: sequence) }
+            try? cache.database.write { db in try LocalCache.putRemote(db, documents, sequence: sequence, missingVersion: readTime) }
             recomputeAll(&s)
         }
     }
