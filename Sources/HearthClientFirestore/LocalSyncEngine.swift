@@ -361,9 +361,11 @@ final class LocalSyncEngine: Sendable {
             let id = s.nextViewID
             s.nextViewID += 1
             s.views[id] = View(kind: kind, targetKey: targetKey, includeMetadataChanges: includeMetadataChanges, deliver: deliver)
+            recompute(id, &s)
+            // After the first snapshot is on its way: marking a large target's documents used
+            // rewrites every row, which the app need not wait for.
             s.sequence += 1
             try? cache.touchTarget(targetKey, sequence: s.sequence)
-            recompute(id, &s)
             return id
         }
     }

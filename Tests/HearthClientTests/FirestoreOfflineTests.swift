@@ -204,7 +204,8 @@ func temporaryDirectory() -> URL {
             created.append(try #require(snapshot.document?.createTime))
         }
         for (a, b) in zip(created, created.dropFirst()) {
-            #expect(ValueOrder.compareTimestamps(a, b) < 0, "committed in queue order")
+            // Batches queued together may share one commit (RemoteWriteStream.group): same time, never earlier.
+            #expect(ValueOrder.compareTimestamps(a, b) <= 0, "committed in queue order")
         }
         let hits = try await checker.document("counters/c").getDocument(source: .server)
         #expect(hits.get("hits") as? Int64 == 3, "each queued increment arrived exactly once")
@@ -331,6 +332,33 @@ func temporaryDirectory() -> URL {
             #expect(written.get("x") as? Int64 == 1)
             #expect(log.all.contains { $0.exists && $0.metadata.hasPendingWrites }, "the set was visible while pending")
             registration.remove()
+            await db.terminate()
+        }
+    }
+
+    @Test func batchesQueuedOfflineGoOutTogetherAndOnlyTheRefusedOneFails() async throws {
+        try await LiveServer.with { ports in
+            let db = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            try await db.disableNetwork()
+            let outcomes = Mutex<[Int: Bool]>([:])
+            for i in 0..<30 {
+                let ref = db.collection("grouped").document("d\(i)")
+                let done: @Sendable ((any Error)?) -> Void = { error in outcomes.withLock { $0[i] = error == nil } }
+                // d17 does not exist: the server refuses the update (and so the request it shares).
+                if i == 17 { ref.updateData(["n": i], completion: done) } else { ref.setData(["n": i], completion: done) }
+            }
+            try await db.enableNetwork()
+            try await db.waitForPendingWrites()
+            let deadline = ContinuousClock.now + .seconds(20)
+            while outcomes.withLock({ $0.count }) < 30 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            let seen = outcomes.withLock { $0 }
+            #expect(seen.count == 30)
+            #expect(seen.filter { !$0.value }.map(\.key) == [17], "only the update of a missing document fails")
+            let checker = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            let stored = try await checker.collection("grouped").getDocuments(source: .server)
+            #expect(stored.count == 29)
+            #expect(!stored.documents.contains { $0.documentID == "d17" })
+            await checker.terminate()
             await db.terminate()
         }
     }
@@ -776,5 +804,44 @@ func temporaryDirectory() -> URL {
         engine.callbacks.sync {}
         let pending = seen.snapshots.withLock { $0.map { $0.documents.first?.hasPendingWrites } }
         #expect(pending == [nil, true, false], "missing, then the pending write, then the committed write; never missing again")
+    }
+}
+
+/// The Write stream sends consecutive queued batches in one request (issue 16's drain rate).
+@Suite struct WriteStreamGroupingTests {
+    static let root = "projects/p/databases/(default)/documents"
+
+    func batch(_ id: Int64, _ paths: [String]) -> LocalCache.Batch {
+        let writes = paths.map { path -> Google_Firestore_V1_Write in
+            var w = Google_Firestore_V1_Write()
+            w.delete = "\(Self.root)/\(path)"
+            return w
+        }
+        return LocalCache.Batch(batchID: id, writes: writes, localWriteTime: Google_Protobuf_Timestamp())
+    }
+
+    func ids(_ batches: [LocalCache.Batch]) -> [Int64] { batches.map(\.batchID) }
+
+    @Test func consecutiveBatchesShareARequestUpToTheLimit() {
+        let queue = (1...8).map { batch(Int64($0), ["c/d\($0)", "c/e\($0)"]) }
+        #expect(ids(RemoteWriteStream.group(queue)) == Array(1...8))
+        #expect(ids(RemoteWriteStream.group(queue, maxWrites: 7)) == [1, 2, 3], "three batches of two writes fit in seven")
+        #expect(ids(RemoteWriteStream.group([batch(1, (0..<600).map { "c/d\($0)" })] + queue)) == [1], "a batch over the limit goes alone")
+        #expect(RemoteWriteStream.group([]).isEmpty)
+    }
+
+    @Test func aSecondWriteToADocumentStartsANewRequest() {
+        let queue = [batch(1, ["c/a"]), batch(2, ["c/b"]), batch(3, ["c/a"]), batch(4, ["c/c"])]
+        #expect(ids(RemoteWriteStream.group(queue)) == [1, 2])
+        #expect(ids(RemoteWriteStream.group(Array(queue.dropFirst(2)))) == [3, 4])
+        #expect(ids(RemoteWriteStream.group([batch(1, ["c/a", "c/a"]), batch(2, ["c/b"])])) == [1], "a batch that writes a document twice stays alone")
+        #expect(ids(RemoteWriteStream.group([batch(1, ["c/a"]), batch(2, ["c/b", "c/b"])])) == [1])
+    }
+
+    @Test func batchesMarkedAloneGoOneByOne() {
+        let queue = (1...5).map { batch(Int64($0), ["c/d\($0)"]) }
+        #expect(ids(RemoteWriteStream.group(queue) { $0 <= 3 }) == [1])
+        #expect(ids(RemoteWriteStream.group(Array(queue.dropFirst(2))) { $0 <= 3 }) == [3])
+        #expect(ids(RemoteWriteStream.group(Array(queue.dropFirst(3))) { $0 <= 3 }) == [4, 5])
     }
 }
