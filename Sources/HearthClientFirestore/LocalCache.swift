@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import HearthFirestoreProto
 import SwiftProtobuf
+import Synchronization
 
 /// The client's cache in SQLite (GRDB), one file per app and database, or in memory
 /// (`MemoryCacheSettings`): remote documents as the server last sent them with their version (a
@@ -184,30 +185,66 @@ final class LocalCache: Sendable {
     }
 
     func remote(paths: [String]) throws -> [String: Document] {
-        try database.read { db in
-            var out: [String: Document] = [:]
+        let rows = try database.read { db in
+            var rows: [(path: String, bytes: Data)] = []
+            rows.reserveCapacity(paths.count)
+            let statement = try db.cachedStatement(sql: "SELECT document FROM remote_documents WHERE path = ?")
             for path in paths {
-                if case .some(.some(let d)) = try Self.remote(db, path) { out[path] = d }
+                if let bytes = try Data.fetchOne(statement, arguments: [path]) { rows.append((path, bytes)) }
             }
+            return rows
+        }
+        return try Self.decode(rows)
+    }
+
+    /// Decodes cached documents' bytes; a large read is split across the cores (a cold start's
+    /// first snapshot of a big target is mostly protobuf decoding).
+    static func decode(_ rows: [(path: String, bytes: Data)]) throws -> [String: Document] {
+        let parts = rows.count < 2_000 ? 1 : min(ProcessInfo.processInfo.activeProcessorCount, 8)
+        if parts <= 1 {
+            var out: [String: Document] = [:]
+            out.reserveCapacity(rows.count)
+            for row in rows { out[row.path] = try Document(serializedBytes: row.bytes) }
             return out
         }
+        let decoded = Mutex<[[(String, Document)]]>([])
+        let failure = Mutex<(any Error)?>(nil)
+        let size = (rows.count + parts - 1) / parts
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            var chunk: [(String, Document)] = []
+            chunk.reserveCapacity(size)
+            do {
+                for row in rows[min(rows.count, part * size)..<min(rows.count, (part + 1) * size)] {
+                    chunk.append((row.path, try Document(serializedBytes: row.bytes)))
+                }
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            decoded.withLock { $0.append(chunk) }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+        var out: [String: Document] = [:]
+        out.reserveCapacity(rows.count)
+        for chunk in decoded.withLock({ $0 }) { for (path, document) in chunk { out[path] = document } }
+        return out
     }
 
     /// Every cached existing document of a collection (or, for a group, of every collection with the id).
     func remote(collectionPath: String?, collectionID: String) throws -> [String: Document] {
-        try database.read { db in
-            let rows = if let collectionPath {
+        let rows = try database.read { db in
+            let cursor = if let collectionPath {
                 try Row.fetchCursor(db, sql: "SELECT path, document FROM remote_documents WHERE collection_path = ? AND document IS NOT NULL", arguments: [collectionPath])
             } else {
                 try Row.fetchCursor(db, sql: "SELECT path, document FROM remote_documents WHERE collection_id = ? AND document IS NOT NULL", arguments: [collectionID])
             }
-            var out: [String: Document] = [:]
-            while let row = try rows.next() {
+            var rows: [(path: String, bytes: Data)] = []
+            while let row = try cursor.next() {
                 guard let bytes = row["document"] as Data? else { continue }
-                out[row["path"]] = try Document(serializedBytes: bytes)
+                rows.append((row["path"], bytes))
             }
-            return out
+            return rows
         }
+        return try Self.decode(rows)
     }
 
     // MARK: Targets

@@ -282,14 +282,14 @@ final class LocalSyncEngine: Sendable {
             var remote = try view.synced
                 ? cache.remote(paths: Array(view.targetPaths.union(view.last?.map(\.path) ?? [])))
                 : cache.remote(collectionPath: collectionPath, collectionID: collectionID)
-            var candidates: [(path: String, fields: [String: Google_Firestore_V1_Value])] = []
-            var local: [String: Document] = [:]
+            // The cached documents with the pending writes laid over them (a write may delete).
+            var local = remote
             for (path, writes) in pending where engine.inCollection(path) {
                 if remote[path] == nil, case .some(.some(let d)) = try cache.remote(path) { remote[path] = d }
-                if let doc = overlay(remote[path], path: path, writes: writes) { local[path] = doc }
-                remote.removeValue(forKey: path)
+                local[path] = overlay(remote[path], path: path, writes: writes)
             }
-            for (path, doc) in remote { local[path] = doc }
+            var candidates: [(path: String, fields: [String: Google_Firestore_V1_Value])] = []
+            candidates.reserveCapacity(local.count)
             for (path, doc) in local { candidates.append((path, doc.fields)) }
             let result = engine.run(candidates)
             return (result.map { ViewDocument(path: $0.path, document: local[$0.path]!, hasPendingWrites: pending[$0.path] != nil) }, true)
@@ -511,7 +511,7 @@ final class LocalSyncEngine: Sendable {
         state.withLock { s in
             s.sequence += 1
             let sequence = s.sequence
-            try? cache.database.write { db in try LocalCache.putRemote(db, documents, sequence: sequence, missingVersion: readTime) }
+            _ = try? cache.database.write { db in try LocalCache.putRemote(db, documents, sequence: sequence, missingVersion: readTime) }
             recomputeAll(&s)
         }
     }

@@ -64,6 +64,8 @@ struct Bench: AsyncParsableCommand {
     var grpcConnections = 4
     @Option(help: "The Python (with google-cloud-firestore) for the sdk phase's baseline; default $HEARTH_BENCH_PYTHON, else python3.")
     var python = ProcessInfo.processInfo.environment["HEARTH_BENCH_PYTHON"] ?? "python3"
+    @Option(name: .customLong("sdk-client"), help: ArgumentHelp("Internal (the sdk phase): run its listener-latency clients against this Firestore port and print JSON.", visibility: .hidden))
+    var sdkClient: Int?
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
@@ -79,6 +81,7 @@ struct Bench: AsyncParsableCommand {
             logger.logLevel = .warning
             return try await DatabaseBench.serveBroadcast(port: serveBroadcast, logger: logger)
         }
+        if let sdkClient { return try await SDKBench.latencyClient(firestorePort: sdkClient, directory: dataDir ?? NSTemporaryDirectory()) }
         var selected = Set(phases.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
         if selected.remove("auth") != nil { selected.formUnion(AuthBench.phases) }
         let dir = dataDir ?? NSTemporaryDirectory() + "hearth-bench-\(getpid())"

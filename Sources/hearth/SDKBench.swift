@@ -29,7 +29,9 @@ struct SDKBench {
     func run() async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let python = runPython()
-        try await latency()
+        // The SDK's clients in a process of their own (as Python's are), then in the server's.
+        if let own = try runLatencyClient() { print(own) }
+        print(try await latency(name: "  same, SDK in the server's process"))
         if let python { print(python.latency) }
         try await coldStart()
         try await drain()
@@ -77,23 +79,68 @@ struct SDKBench {
 
     // MARK: Listener latency
 
-    func latency() async throws {
-        let listener = app("listener", cacheDirectory: URL(fileURLWithPath: directory + "/latency-cache"))
+    /// `hearth bench --sdk-client <port>`: the latency loop alone, printed as JSON, in this process.
+    static func latencyClient(firestorePort: Int, directory: String) async throws {
+        let bench = SDKBench(directory: directory, firestorePort: firestorePort, authPort: 1, python: "")
+        let (latencies, seconds) = try await bench.measureLatency()
+        let json = try JSONSerialization.data(withJSONObject: ["latencies": latencies, "seconds": seconds])
+        print(String(decoding: json, as: UTF8.self))
+    }
+
+    /// Runs this binary with `--sdk-client`: nil (with a note) when that fails.
+    func runLatencyClient() throws -> Measurement? {
+        var executable = ProcessInfo.processInfo.arguments[0]
+        if !executable.hasPrefix("/") { executable = FileManager.default.currentDirectoryPath + "/" + executable }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["bench", "--sdk-client", "\(firestorePort)", "--data-dir", directory + "/latency-client"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        struct Output: Decodable {
+            var latencies: [Double]
+            var seconds: Double
+        }
+        guard process.terminationStatus == 0, let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last,
+            let output = try? JSONDecoder().decode(Output.self, from: Data(line.utf8))
+        else {
+            FileHandle.standardError.write(Data("  sdk: the latency client process failed\n".utf8))
+            return nil
+        }
+        return Measurement(
+            name: "sdk: write by another app → listener", operations: output.latencies.count, errors: 0, seconds: output.seconds,
+            latencies: output.latencies)
+    }
+
+    func latency(name: String) async throws -> Measurement {
+        let (latencies, seconds) = try await measureLatency()
+        return Measurement(name: name, operations: latencies.count, errors: 0, seconds: seconds, latencies: latencies)
+    }
+
+    /// A second app writes a document `latencySamples` times; each time, from just before the
+    /// write to the first app's snapshot callback showing it.
+    func measureLatency() async throws -> ([Double], Double) {
+        let listener = app("listener", cacheDirectory: URL(fileURLWithPath: directory + "/latency-cache-\(UUID().uuidString)"))
         let writer = app("writer", cacheDirectory: nil)
-        let ref = listener.document("sdk-latency/doc")
+        // A document of its own per run (another run's last value would hide this one's first).
+        let path = "sdk-latency/\(UUID().uuidString)"
+        let ref = listener.document(path)
         let seen = Mutex<(value: Int, at: ContinuousClock.Instant)>((-1, .now))
         let registration = ref.addSnapshotListener { snapshot, _ in
             guard let snapshot, let i = Self.int(snapshot.get("i")) else { return }
             let now = ContinuousClock.now
             seen.withLock { if i > $0.value { $0 = (i, now) } }
         }
-        try await writer.document("sdk-latency/doc").setData(["i": 0])
+        try await writer.document(path).setData(["i": 0])
         try await Self.until(30) { seen.withLock { $0.value } == 0 }
         var latencies: [Double] = []
         let start = ContinuousClock.now
         for i in 1...latencySamples {
             let t0 = ContinuousClock.now
-            writer.document("sdk-latency/doc").setData(["i": i], completion: nil)
+            writer.document(path).setData(["i": i], completion: nil)
             try await Self.until(30) { seen.withLock { $0.value } >= i }
             latencies.append(Self.seconds(seen.withLock { $0.at } - t0))
         }
@@ -101,7 +148,7 @@ struct SDKBench {
         registration.remove()
         await listener.terminate()
         await writer.terminate()
-        print(Measurement(name: "sdk: write by another app → listener", operations: latencySamples, errors: 0, seconds: elapsed, latencies: latencies))
+        return (latencies, elapsed)
     }
 
     // MARK: Cold start
@@ -135,7 +182,7 @@ struct SDKBench {
         var fromServer: [Double] = []
         for round in 0..<coldRounds {
             let copy = directory + "/cold-round-\(round)"
-            try FileManager.default.copyItem(atPath: seed, toPath: copy)
+            try Self.copyCache(from: seed, to: copy)
             fromCache.append(try await firstSnapshot(app("cold-\(round)", cacheDirectory: URL(fileURLWithPath: copy)), count: count, expectCache: true))
             try? FileManager.default.removeItem(atPath: copy)
             fromServer.append(try await firstSnapshot(app("cold-memory-\(round)", cacheDirectory: nil), count: count, expectCache: false))
@@ -145,6 +192,19 @@ struct SDKBench {
         print(Measurement(
             name: "  baseline: same listener, no cache (server)", operations: coldRounds, errors: 0, seconds: fromServer.reduce(0, +),
             latencies: fromServer))
+    }
+
+    /// Copies a cache directory whose instance was terminated: once SQLite has folded the WAL
+    /// into the file (when the connection closes), else with the WAL (nothing writes any more).
+    static func copyCache(from seed: String, to copy: String) throws {
+        let manager = FileManager.default
+        for _ in 0..<100 where manager.fileExists(atPath: seed + "/cache.sqlite-wal") { usleep(20_000) }
+        try manager.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        for suffix in ["", "-wal", "-shm"] {
+            let source = seed + "/cache.sqlite" + suffix
+            guard let data = manager.contents(atPath: source) else { continue }
+            try data.write(to: URL(fileURLWithPath: copy + "/cache.sqlite" + suffix))
+        }
     }
 
     /// From opening the app's instance to its listener's first snapshot of `count` documents.

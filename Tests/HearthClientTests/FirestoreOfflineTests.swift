@@ -845,3 +845,34 @@ func temporaryDirectory() -> URL {
         #expect(ids(RemoteWriteStream.group(Array(queue.dropFirst(3))) { $0 <= 3 }) == [4, 5])
     }
 }
+
+/// `LocalQueryEngine.inCollection` without allocations: the same answers as splitting the path.
+@Suite struct LocalQueryEngineSelectionTests {
+    func engine(_ collectionID: String, parent: String = "", group: Bool = false) -> LocalQueryEngine {
+        var q = Google_Firestore_V1_StructuredQuery()
+        var from = Google_Firestore_V1_StructuredQuery.CollectionSelector()
+        from.collectionID = collectionID
+        from.allDescendants = group
+        q.from = [from]
+        return LocalQueryEngine(documentsRoot: "projects/p/databases/(default)/documents", parentPath: parent, query: q)
+    }
+
+    @Test func collectionsAndGroupsSelectTheirDocumentsOnly() {
+        #expect(engine("c").inCollection("c/a"))
+        #expect(!engine("c").inCollection("c"), "a collection is not a document")
+        #expect(!engine("c").inCollection("c/a/sub/b"), "a subcollection's document")
+        #expect(!engine("c").inCollection("cc/a"))
+        #expect(!engine("c").inCollection("c//a"), "an empty segment")
+        #expect(!engine("c").inCollection("/c/a"))
+        #expect(!engine("c").inCollection("c/a/"))
+        #expect(engine("sub", parent: "c/a").inCollection("c/a/sub/b"))
+        #expect(!engine("sub", parent: "c/a").inCollection("c/x/sub/b"))
+        #expect(!engine("sub", parent: "c/a").inCollection("sub/b"))
+        #expect(engine("sub", group: true).inCollection("sub/b"))
+        #expect(engine("sub", group: true).inCollection("c/a/sub/b"))
+        #expect(engine("sub", parent: "c/a", group: true).inCollection("c/a/x/y/sub/b"))
+        #expect(!engine("sub", parent: "c/a", group: true).inCollection("c/ab/sub/b"), "a parent that only shares a prefix")
+        #expect(!engine("sub", group: true).inCollection("c/a/subs/b"))
+        #expect(engine("é", group: true).inCollection("c/ü/é/d"))
+    }
+}
