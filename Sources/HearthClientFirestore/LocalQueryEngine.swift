@@ -113,18 +113,19 @@ struct LocalQueryEngine {
         // Each document's order values are read once, not at every comparison.
         let segments = orders.map { Self.splitCanonical($0.field.fieldPath) }
         let descending = orders.map { $0.direction == .descending }
-        var keyed: [(doc: (path: String, fields: Fields), keys: [Value?])] = documents.compactMap { d in
-            guard matches(path: d.path, fields: d.fields) else { return nil }
-            return (d, segments.map { $0 == ["__name__"] ? nil : Self.field(d.fields, segments: $0) })
-        }
-        keyed.sort { a, b in
-            for (i, s) in segments.enumerated() {
-                let c = s == ["__name__"] ? ValueOrder.compareNames(a.doc.path, b.doc.path) : ValueOrder.compare(a.keys[i], b.keys[i])
+        let isName = segments.map { $0 == ["__name__"] }
+        let matched = documents.filter { matches(path: $0.path, fields: $0.fields) }
+        // One column of order values per order field; the sort moves indices, not documents.
+        let columns: [[Value?]] = segments.indices.map { i in isName[i] ? [] : matched.map { Self.field($0.fields, segments: segments[i]) } }
+        var sorted = Array(matched.indices)
+        sorted.sort { a, b in
+            for i in columns.indices {
+                let c = isName[i] ? ValueOrder.compareNames(matched[a].path, matched[b].path) : ValueOrder.compare(columns[i][a], columns[i][b])
                 if c != 0 { return descending[i] ? c > 0 : c < 0 }
             }
             return false
         }
-        var out = keyed.map(\.doc)
+        var out = sorted.map { matched[$0] }
         if query.hasStartAt { out.removeAll { !afterStart(query.startAt, $0.fields, $0.path) } }
         if query.hasEndAt { out.removeAll { !beforeEnd(query.endAt, $0.fields, $0.path) } }
         if query.hasLimit, out.count > Int(query.limit.value) { out = Array(out.prefix(Int(max(0, query.limit.value)))) }
