@@ -299,6 +299,8 @@ let package = Package(
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthStorage", "HearthRules", "HearthTesting",
                 "HearthAuth", "HearthTokenVerifier", "HearthAppCheck", "HearthDatabase",
+                // The sdk bench phase drives the client SDK against the bench's server.
+                "HearthClientCore", "HearthClientFirestore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -2,10 +2,12 @@ import Foundation
 import GRDB
 import HearthFirestoreProto
 import SwiftProtobuf
+import Synchronization
 
 /// The client's cache in SQLite (GRDB), one file per app and database, or in memory
-/// (`MemoryCacheSettings`): remote documents as the server last sent them (a missing document is
-/// kept as a row without bytes), listen targets with their resume tokens and read times and the
+/// (`MemoryCacheSettings`): remote documents as the server last sent them with their version (a
+/// missing document is kept as a row without bytes, with the version at which it was known
+/// missing), listen targets with their resume tokens and read times and the
 /// documents each last matched, and the queue of writes not yet acknowledged, per user.
 ///
 /// Every change is one SQLite transaction; the queue is written before a write is applied locally,
@@ -14,7 +16,7 @@ import SwiftProtobuf
 final class LocalCache: Sendable {
     typealias Document = Google_Firestore_V1_Document
 
-    static let schemaVersion = 1
+    static let schemaVersion = 2
     let database: DatabaseQueue
     /// Where the file is (nil in memory).
     let fileURL: URL?
@@ -64,6 +66,15 @@ final class LocalCache: Sendable {
             guard check == "ok" else { throw LocalCacheError.damaged(check) }
             let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
             if version == schemaVersion { return }
+            if version == 1 {
+                // Version 1 had no version columns: 0 means "read it from the document".
+                try db.execute(sql: """
+                    ALTER TABLE remote_documents ADD COLUMN version_seconds INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE remote_documents ADD COLUMN version_nanos INTEGER NOT NULL DEFAULT 0;
+                    PRAGMA user_version = \(schemaVersion);
+                    """)
+                return
+            }
             guard version == 0 else { throw LocalCacheError.damaged("schema version \(version)") }
             try db.execute(sql: """
                 CREATE TABLE remote_documents (
@@ -72,7 +83,9 @@ final class LocalCache: Sendable {
                     collection_id TEXT NOT NULL,
                     document BLOB,
                     size INTEGER NOT NULL,
-                    sequence INTEGER NOT NULL
+                    sequence INTEGER NOT NULL,
+                    version_seconds INTEGER NOT NULL DEFAULT 0,
+                    version_nanos INTEGER NOT NULL DEFAULT 0
                 );
                 CREATE INDEX remote_documents_collection ON remote_documents(collection_path);
                 CREATE INDEX remote_documents_group ON remote_documents(collection_id);
@@ -108,22 +121,56 @@ final class LocalCache: Sendable {
         return (segments.dropLast().joined(separator: "/"), segments.count >= 2 ? String(segments[segments.count - 2]) : "")
     }
 
-    /// Stores the server's version of documents (nil: known not to exist).
-    static func putRemote(_ db: GRDB.Database, _ documents: [(path: String, document: Document?)], sequence: Int64) throws {
+    /// Stores the server's version of documents (nil: known not to exist at `missingVersion`).
+    /// A document's version is its `update_time`; news older than what the cache holds for a path
+    /// is ignored (Watch can lag a write the server already acknowledged), so the cache never goes
+    /// back in time. A version-less entry (no update time, no `missingVersion`) is always stored.
+    /// Returns the paths stored.
+    @discardableResult
+    static func putRemote(
+        _ db: GRDB.Database, _ documents: [(path: String, document: Document?)], sequence: Int64,
+        missingVersion: Google_Protobuf_Timestamp? = nil
+    ) throws -> [String] {
+        var stored: [String] = []
         for (path, document) in documents {
+            let version: Google_Protobuf_Timestamp? = if let document { document.hasUpdateTime ? document.updateTime : nil } else { missingVersion }
+            if let version, let cached = try self.version(db, path), ValueOrder.compareTimestamps(cached, version) > 0 { continue }
             let bytes = try document.map { try $0.serializedBytes() as Data }
             let (collection, id) = collectionPath(path)
             try db.execute(
                 sql: """
-                    INSERT INTO remote_documents (path, collection_path, collection_id, document, size, sequence) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(path) DO UPDATE SET document = excluded.document, size = excluded.size, sequence = excluded.sequence
+                    INSERT INTO remote_documents (path, collection_path, collection_id, document, size, sequence, version_seconds, version_nanos)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(path) DO UPDATE SET document = excluded.document, size = excluded.size, sequence = excluded.sequence,
+                    version_seconds = excluded.version_seconds, version_nanos = excluded.version_nanos
                     """,
-                arguments: [path, collection, id, bytes, (bytes?.count ?? 0) + path.utf8.count, sequence])
+                arguments: [path, collection, id, bytes, (bytes?.count ?? 0) + path.utf8.count, sequence, version?.seconds ?? 0, Int64(version?.nanos ?? 0)])
+            stored.append(path)
         }
+        return stored
     }
 
-    static func removeRemote(_ db: GRDB.Database, _ paths: [String]) throws {
-        for path in paths { try db.execute(sql: "DELETE FROM remote_documents WHERE path = ?", arguments: [path]) }
+    /// The version the cache holds for a path (nil: not cached, or cached without a version).
+    static func version(_ db: GRDB.Database, _ path: String) throws -> Google_Protobuf_Timestamp? {
+        guard let row = try Row.fetchOne(
+            db, sql: "SELECT version_seconds, version_nanos, document IS NOT NULL AS present FROM remote_documents WHERE path = ?", arguments: [path])
+        else { return nil }
+        var version = Google_Protobuf_Timestamp()
+        version.seconds = row["version_seconds"]
+        version.nanos = Int32(clamping: row["version_nanos"] as Int64)
+        if version.seconds != 0 || version.nanos != 0 { return version }
+        // A row from schema version 1: the document knows its version.
+        guard row["present"] as Bool, case .some(.some(let document)) = try remote(db, path), document.hasUpdateTime else { return nil }
+        return document.updateTime
+    }
+
+    /// Forgets documents, except those the cache holds at a version newer than `unlessNewerThan`
+    /// (a write acknowledged after the point Watch speaks of).
+    static func removeRemote(_ db: GRDB.Database, _ paths: [String], unlessNewerThan readTime: Google_Protobuf_Timestamp? = nil) throws {
+        for path in paths {
+            if let readTime, let cached = try version(db, path), ValueOrder.compareTimestamps(cached, readTime) > 0 { continue }
+            try db.execute(sql: "DELETE FROM remote_documents WHERE path = ?", arguments: [path])
+        }
     }
 
     /// A cached document: `.some(nil)` when known missing, nil when not cached.
@@ -138,30 +185,66 @@ final class LocalCache: Sendable {
     }
 
     func remote(paths: [String]) throws -> [String: Document] {
-        try database.read { db in
-            var out: [String: Document] = [:]
+        let rows = try database.read { db in
+            var rows: [(path: String, bytes: Data)] = []
+            rows.reserveCapacity(paths.count)
+            let statement = try db.cachedStatement(sql: "SELECT document FROM remote_documents WHERE path = ?")
             for path in paths {
-                if case .some(.some(let d)) = try Self.remote(db, path) { out[path] = d }
+                if let bytes = try Data.fetchOne(statement, arguments: [path]) { rows.append((path, bytes)) }
             }
+            return rows
+        }
+        return try Self.decode(rows)
+    }
+
+    /// Decodes cached documents' bytes; a large read is split across the cores (a cold start's
+    /// first snapshot of a big target is mostly protobuf decoding).
+    static func decode(_ rows: [(path: String, bytes: Data)]) throws -> [String: Document] {
+        let parts = rows.count < 2_000 ? 1 : min(ProcessInfo.processInfo.activeProcessorCount, 8)
+        if parts <= 1 {
+            var out: [String: Document] = [:]
+            out.reserveCapacity(rows.count)
+            for row in rows { out[row.path] = try Document(serializedBytes: row.bytes) }
             return out
         }
+        let decoded = Mutex<[[(String, Document)]]>([])
+        let failure = Mutex<(any Error)?>(nil)
+        let size = (rows.count + parts - 1) / parts
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            var chunk: [(String, Document)] = []
+            chunk.reserveCapacity(size)
+            do {
+                for row in rows[min(rows.count, part * size)..<min(rows.count, (part + 1) * size)] {
+                    chunk.append((row.path, try Document(serializedBytes: row.bytes)))
+                }
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            decoded.withLock { $0.append(chunk) }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+        var out: [String: Document] = [:]
+        out.reserveCapacity(rows.count)
+        for chunk in decoded.withLock({ $0 }) { for (path, document) in chunk { out[path] = document } }
+        return out
     }
 
     /// Every cached existing document of a collection (or, for a group, of every collection with the id).
     func remote(collectionPath: String?, collectionID: String) throws -> [String: Document] {
-        try database.read { db in
-            let rows = if let collectionPath {
+        let rows = try database.read { db in
+            let cursor = if let collectionPath {
                 try Row.fetchCursor(db, sql: "SELECT path, document FROM remote_documents WHERE collection_path = ? AND document IS NOT NULL", arguments: [collectionPath])
             } else {
                 try Row.fetchCursor(db, sql: "SELECT path, document FROM remote_documents WHERE collection_id = ? AND document IS NOT NULL", arguments: [collectionID])
             }
-            var out: [String: Document] = [:]
-            while let row = try rows.next() {
+            var rows: [(path: String, bytes: Data)] = []
+            while let row = try cursor.next() {
                 guard let bytes = row["document"] as Data? else { continue }
-                out[row["path"]] = try Document(serializedBytes: bytes)
+                rows.append((row["path"], bytes))
             }
-            return out
+            return rows
         }
+        return try Self.decode(rows)
     }
 
     // MARK: Targets

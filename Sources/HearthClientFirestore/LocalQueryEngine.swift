@@ -21,6 +21,9 @@ struct LocalQueryEngine {
     let limitToLast: Bool
     /// The full order: explicit orders, else the inequality fields, then `__name__`.
     let orders: [StructuredQuery.Order]
+    /// The collection selector, read once.
+    let collectionID: String
+    let allDescendants: Bool
 
     init(documentsRoot: String, parentPath: String, query: StructuredQuery, limitToLast: Bool = false) {
         self.documentsRoot = documentsRoot
@@ -28,6 +31,8 @@ struct LocalQueryEngine {
         self.query = query
         self.limitToLast = limitToLast
         orders = Self.normalizedOrders(query)
+        collectionID = query.from.first?.collectionID ?? ""
+        allDescendants = query.from.first?.allDescendants ?? false
     }
 
     static func normalizedOrders(_ query: StructuredQuery) -> [StructuredQuery.Order] {
@@ -67,17 +72,30 @@ struct LocalQueryEngine {
     // MARK: Selection
 
     /// The document path (relative to the root) belongs to the query's collection(s).
+    /// (Without allocating: run once per cached document on every snapshot.)
     func inCollection(_ path: String) -> Bool {
-        let segments = path.split(separator: "/")
-        guard segments.count % 2 == 0, segments.count >= 2 else { return false }
-        let collection = segments[segments.count - 2]
-        let parent = segments.dropLast(2).joined(separator: "/")
-        let wanted = query.from.first
-        if wanted?.allDescendants == true {
-            guard collection == wanted?.collectionID ?? "" else { return false }
-            return parentPath.isEmpty || parent == parentPath || parent.hasPrefix(parentPath + "/")
+        let slash = UInt8(ascii: "/")
+        let utf8 = path.utf8
+        guard let first = utf8.first, first != slash, utf8.last != slash else { return false }
+        var slashes = 0
+        var last: String.Index?
+        var secondLast: String.Index?
+        var previousWasSlash = false
+        for index in utf8.indices where utf8[index] == slash {
+            if let last, utf8.index(after: last) == index { previousWasSlash = true }
+            slashes += 1
+            secondLast = last
+            last = index
         }
-        return parent == parentPath && collection == wanted?.collectionID ?? ""
+        // An even number of segments (an odd number of slashes), none empty.
+        guard !previousWasSlash, slashes % 2 == 1, let last else { return false }
+        let collection = path[(secondLast.map { utf8.index(after: $0) } ?? path.startIndex)..<last]
+        let parent = secondLast.map { path[..<$0] } ?? path[path.startIndex..<path.startIndex]
+        if allDescendants {
+            guard collection == collectionID else { return false }
+            return parentPath.isEmpty || parent == parentPath || (parent.hasPrefix(parentPath) && parent.dropFirst(parentPath.count).first == "/")
+        }
+        return parent == parentPath && collection == collectionID
     }
 
     func matches(path: String, fields: Fields) -> Bool {
@@ -95,18 +113,19 @@ struct LocalQueryEngine {
         // Each document's order values are read once, not at every comparison.
         let segments = orders.map { Self.splitCanonical($0.field.fieldPath) }
         let descending = orders.map { $0.direction == .descending }
-        var keyed: [(doc: (path: String, fields: Fields), keys: [Value?])] = documents.compactMap { d in
-            guard matches(path: d.path, fields: d.fields) else { return nil }
-            return (d, segments.map { $0 == ["__name__"] ? nil : Self.field(d.fields, segments: $0) })
-        }
-        keyed.sort { a, b in
-            for (i, s) in segments.enumerated() {
-                let c = s == ["__name__"] ? ValueOrder.compareNames(a.doc.path, b.doc.path) : ValueOrder.compare(a.keys[i], b.keys[i])
+        let isName = segments.map { $0 == ["__name__"] }
+        let matched = documents.filter { matches(path: $0.path, fields: $0.fields) }
+        // One column of order values per order field; the sort moves indices, not documents.
+        let columns: [[Value?]] = segments.indices.map { i in isName[i] ? [] : matched.map { Self.field($0.fields, segments: segments[i]) } }
+        var sorted = Array(matched.indices)
+        sorted.sort { a, b in
+            for i in columns.indices {
+                let c = isName[i] ? ValueOrder.compareNames(matched[a].path, matched[b].path) : ValueOrder.compare(columns[i][a], columns[i][b])
                 if c != 0 { return descending[i] ? c > 0 : c < 0 }
             }
             return false
         }
-        var out = keyed.map(\.doc)
+        var out = sorted.map { matched[$0] }
         if query.hasStartAt { out.removeAll { !afterStart(query.startAt, $0.fields, $0.path) } }
         if query.hasEndAt { out.removeAll { !beforeEnd(query.endAt, $0.fields, $0.path) } }
         if query.hasLimit, out.count > Int(query.limit.value) { out = Array(out.prefix(Int(max(0, query.limit.value)))) }

@@ -177,8 +177,11 @@ final class LocalSyncEngine: Sendable {
 
     func setWritePump(_ pump: (@Sendable () -> Void)?) { state.withLock { $0.writePump = pump } }
 
-    /// The server committed the head batch: its results become the cached documents (unless Watch
-    /// already delivered something newer) and the batch leaves the queue, in one transaction.
+    /// The server committed the head batch: its results become the cached documents at the
+    /// commit's version (a delete a missing document at that version; unless Watch already
+    /// delivered something newer) and the batch leaves the queue, in one transaction. Watch news
+    /// older than that version is ignored afterwards, so the listener never sees the state the
+    /// write replaced again (see `LocalCache.putRemote`).
     func acknowledge(batchID: Int64, results: [Google_Firestore_V1_WriteResult], commitTime: Google_Protobuf_Timestamp) throws {
         let (completion, resumed) = try state.withLock { s -> ((@Sendable ((any Error)?) -> Void)?, [@Sendable () -> Void]) in
             guard let batch = s.batches.first, batch.batchID == batchID else {
@@ -195,9 +198,8 @@ final class LocalSyncEngine: Sendable {
                     guard let path = relativePath(name) else { continue }
                     let cached = try LocalCache.remote(db, path)
                     let version = result.hasUpdateTime ? result.updateTime : commitTime
-                    if case .some(.some(let existing)) = cached, existing.hasUpdateTime,
-                        ValueOrder.compareTimestamps(existing.updateTime, version) >= 0 {
-                        continue  // Watch already has a version at least as new
+                    if let existing = try LocalCache.version(db, path), ValueOrder.compareTimestamps(existing, version) >= 0 {
+                        continue  // Watch already has a version at least as new (a document or a delete)
                     }
                     let isPatch = write.hasUpdateMask || write.hasCurrentDocument || !write.updateTransforms.isEmpty
                     if cached == nil, isPatch, case .update = write.operation { continue }  // unknown base: wait for Watch
@@ -205,7 +207,7 @@ final class LocalSyncEngine: Sendable {
                     let applied = LocalWriteApplier.apply(
                         write, to: base, name: name, localWriteTime: batch.localWriteTime,
                         transformResults: result.transformResults, commitTime: version)
-                    try LocalCache.putRemote(db, [(path, applied)], sequence: sequence)
+                    try LocalCache.putRemote(db, [(path, applied)], sequence: sequence, missingVersion: version)
                 }
                 try LocalCache.removeBatch(db, batchID)
             }
@@ -280,14 +282,14 @@ final class LocalSyncEngine: Sendable {
             var remote = try view.synced
                 ? cache.remote(paths: Array(view.targetPaths.union(view.last?.map(\.path) ?? [])))
                 : cache.remote(collectionPath: collectionPath, collectionID: collectionID)
-            var candidates: [(path: String, fields: [String: Google_Firestore_V1_Value])] = []
-            var local: [String: Document] = [:]
+            // The cached documents with the pending writes laid over them (a write may delete).
+            var local = remote
             for (path, writes) in pending where engine.inCollection(path) {
                 if remote[path] == nil, case .some(.some(let d)) = try cache.remote(path) { remote[path] = d }
-                if let doc = overlay(remote[path], path: path, writes: writes) { local[path] = doc }
-                remote.removeValue(forKey: path)
+                local[path] = overlay(remote[path], path: path, writes: writes)
             }
-            for (path, doc) in remote { local[path] = doc }
+            var candidates: [(path: String, fields: [String: Google_Firestore_V1_Value])] = []
+            candidates.reserveCapacity(local.count)
             for (path, doc) in local { candidates.append((path, doc.fields)) }
             let result = engine.run(candidates)
             return (result.map { ViewDocument(path: $0.path, document: local[$0.path]!, hasPendingWrites: pending[$0.path] != nil) }, true)
@@ -359,9 +361,11 @@ final class LocalSyncEngine: Sendable {
             let id = s.nextViewID
             s.nextViewID += 1
             s.views[id] = View(kind: kind, targetKey: targetKey, includeMetadataChanges: includeMetadataChanges, deliver: deliver)
+            recompute(id, &s)
+            // After the first snapshot is on its way: marking a large target's documents used
+            // rewrites every row, which the app need not wait for.
             s.sequence += 1
             try? cache.touchTarget(targetKey, sequence: s.sequence)
-            recompute(id, &s)
             return id
         }
     }
@@ -467,8 +471,9 @@ final class LocalSyncEngine: Sendable {
             s.sequence += 1
             let sequence = s.sequence
             try? cache.database.write { db in
-                try LocalCache.putRemote(db, puts, sequence: sequence)
-                try LocalCache.removeRemote(db, Array(stale))
+                // What Watch says as of `readTime`: older than an acknowledged write's version is ignored.
+                try LocalCache.putRemote(db, puts, sequence: sequence, missingVersion: readTime)
+                try LocalCache.removeRemote(db, Array(stale), unlessNewerThan: readTime)
                 try LocalCache.putTarget(
                     db, key: view.targetKey,
                     state: LocalCache.TargetState(resumeToken: resumeToken, readTime: readTime, paths: Array(paths)), sequence: sequence,
@@ -501,12 +506,12 @@ final class LocalSyncEngine: Sendable {
         }
     }
 
-    /// Caches documents the server returned to a one-time read (nil: missing).
-    func cacheServerDocuments(_ documents: [(path: String, document: Document?)]) {
+    /// Caches documents the server returned to a one-time read (nil: missing as of `readTime`).
+    func cacheServerDocuments(_ documents: [(path: String, document: Document?)], readTime: Google_Protobuf_Timestamp? = nil) {
         state.withLock { s in
             s.sequence += 1
             let sequence = s.sequence
-            try? cache.database.write { db in try LocalCache.putRemote(db, documents, sequence: sequence) }
+            _ = try? cache.database.write { db in try LocalCache.putRemote(db, documents, sequence: sequence, missingVersion: readTime) }
             recomputeAll(&s)
         }
     }

@@ -116,8 +116,8 @@ extension DocumentReference {
         }
         if source != .cache && engine.networkEnabled {
             do {
-                let found = try await serverDocument()
-                engine.cacheServerDocuments([(path: path, document: found)])
+                let (found, readTime) = try await serverDocument()
+                engine.cacheServerDocuments([(path: path, document: found)], readTime: readTime)
                 let local = try engine.cachedDocument(path)
                 return DocumentSnapshot(
                     reference: self, document: local.map { $0.document } ?? found,
@@ -143,17 +143,20 @@ extension DocumentReference {
                 .contains(error.code)
     }
 
-    func serverDocument() async throws -> Google_Firestore_V1_Document? {
+    /// The document from `BatchGetDocuments` (nil: missing) and the read time it answered at.
+    func serverDocument() async throws -> (Google_Firestore_V1_Document?, Google_Protobuf_Timestamp?) {
         var request = Google_Firestore_V1_BatchGetDocumentsRequest()
         request.database = client.databaseName
         request.documents = [client.documentName(path)]
         return try await client.call { stub, md in
             try await stub.batchGetDocuments(request, metadata: md) { response in
                 var document: Google_Firestore_V1_Document?
+                var readTime: Google_Protobuf_Timestamp?
                 for try await message in response.messages {
                     if case .found(let d) = message.result { document = d }
+                    if message.hasReadTime { readTime = message.readTime }
                 }
-                return document
+                return (document, readTime)
             }
         }
     }

@@ -24,14 +24,41 @@ struct StreamBackoff: Sendable {
     mutating func reset() { current = 0 }
 }
 
-/// The Write stream: opened while batches are queued, a handshake (the database only), then one
-/// `WriteRequest` per batch in queue order with up to ten in flight; each response acknowledges
-/// the oldest. A permanent error after the handshake rejects the head batch and reopens at once;
-/// anything else reopens with backoff and sends the queue again from its head.
+/// The Write stream: opened while batches are queued, a handshake (the database only), then
+/// `WriteRequest`s in queue order with up to ten in flight; each response acknowledges the oldest.
+/// A request carries consecutive batches together (up to 500 writes, never two writes to one
+/// document), so a queue built offline drains in a few commits rather than one per batch; the
+/// response's results are split back per batch. A permanent error after the handshake rejects the
+/// head batch when it went alone; when it went with others the stream reopens at once and sends
+/// those batches one per request, so that only the batch at fault is rejected. Anything else
+/// reopens with backoff and sends the queue again from its head.
 struct RemoteWriteStream: Sendable {
     let firestore: Firestore
     let engine: LocalSyncEngine
     static let maxInFlight = 10
+    /// Firestore's limit of writes in one commit.
+    static let maxWritesPerRequest = 500
+
+    /// Consecutive batches for one request: at least the first; then more while they fit in
+    /// `maxWrites` and touch no document already in the request. `alone` batches go by themselves.
+    static func group(_ batches: [LocalCache.Batch], maxWrites: Int = maxWritesPerRequest, alone: (Int64) -> Bool = { _ in false })
+        -> [LocalCache.Batch]
+    {
+        guard let first = batches.first else { return [] }
+        var out = [first]
+        if alone(first.batchID) { return out }
+        var count = first.writes.count
+        var targets = Set(first.writes.map(LocalSyncEngine.target(of:)))
+        guard targets.count == count else { return out }  // it writes a document twice: alone
+        for batch in batches.dropFirst() {
+            let names = batch.writes.map(LocalSyncEngine.target(of:))
+            guard !alone(batch.batchID), count + names.count <= maxWrites, targets.isDisjoint(with: names), Set(names).count == names.count else { break }
+            out.append(batch)
+            count += names.count
+            targets.formUnion(names)
+        }
+        return out
+    }
 
     static let permanentCodes: Set<RPCError.Code> = [
         .invalidArgument, .notFound, .alreadyExists, .permissionDenied, .failedPrecondition, .outOfRange, .unimplemented, .dataLoss,
@@ -40,23 +67,32 @@ struct RemoteWriteStream: Sendable {
     struct StreamState: Sendable {
         var handshaken = false
         var token = Data()
-        var inFlight: [Int64] = []
+        /// Per request in flight: its batches and how many writes each has.
+        var inFlight: [[(batchID: Int64, writes: Int)]] = []
         var lastSent: Int64 = 0
+        /// Batches up to this id go one per request (after a shared request was refused).
+        var aloneThrough: Int64 = 0
     }
 
     final class StreamBox: Sendable {
-        let state = Mutex(StreamState())
+        let state: Mutex<StreamState>
+        init(aloneThrough: Int64) {
+            var s = StreamState()
+            s.aloneThrough = aloneThrough
+            state = Mutex(s)
+        }
     }
 
     func run() async {
         var backoff = StreamBackoff()
+        var aloneThrough: Int64 = 0
         var iterator = engine.wakes.makeAsyncIterator()
         while !Task.isCancelled {
             if !engine.networkEnabled || !engine.hasPendingBatches {
                 guard await iterator.next() != nil else { return }
                 continue
             }
-            let stream = StreamBox()
+            let stream = StreamBox(aloneThrough: aloneThrough)
             var failure: (any Error)?
             do {
                 try await open(stream)
@@ -71,11 +107,16 @@ struct RemoteWriteStream: Sendable {
             let s = stream.state.withLock { $0 }
             if s.handshaken { backoff.reset() }
             if let rpc = failure as? RPCError, s.handshaken, Self.permanentCodes.contains(rpc.code), let head = s.inFlight.first {
-                engine.reject(batchID: head, error: (FirestoreErrorCode(rawValue: rpc.code.rawValue) ?? .unknown).error(rpc.message))
+                if head.count > 1 {
+                    // Refused with others: send them one by one to find the batch at fault.
+                    aloneThrough = head.last!.batchID
+                    continue
+                }
+                engine.reject(batchID: head[0].batchID, error: (FirestoreErrorCode(rawValue: rpc.code.rawValue) ?? .unknown).error(rpc.message))
                 continue  // no backoff after a rejection
             }
             if let malformed = failure as? MalformedResponse, let head = s.inFlight.first {
-                engine.reject(batchID: head, error: malformed.error)
+                for batch in head { engine.reject(batchID: batch.batchID, error: malformed.error) }
             }
             let delay = backoff.next(resourceExhausted: (failure as? RPCError)?.code == .resourceExhausted)
             if delay > 0 {
@@ -101,13 +142,18 @@ struct RemoteWriteStream: Sendable {
                 guard s.handshaken else { return }
                 let room = Self.maxInFlight - s.inFlight.count
                 guard room > 0 else { return }
-                for batch in engine.pendingBatches(after: s.lastSent, limit: room) {
+                var pending = engine.pendingBatches(after: s.lastSent, limit: room * Self.maxWritesPerRequest)[...]
+                for _ in 0..<room {
+                    let aloneThrough = s.aloneThrough
+                    let group = Self.group(Array(pending.prefix(Self.maxWritesPerRequest))) { $0 <= aloneThrough }
+                    guard let last = group.last else { break }
+                    pending = pending.dropFirst(group.count)
                     var request = Google_Firestore_V1_WriteRequest()
-                    request.writes = batch.writes
+                    request.writes = group.flatMap(\.writes)
                     // The token is the last one the server sent only when nothing is in flight.
                     if s.inFlight.isEmpty { request.streamToken = s.token }
-                    s.inFlight.append(batch.batchID)
-                    s.lastSent = batch.batchID
+                    s.inFlight.append(group.map { ($0.batchID, $0.writes.count) })
+                    s.lastSent = last.batchID
                     requestSink.yield(request)
                 }
             }
@@ -119,20 +165,29 @@ struct RemoteWriteStream: Sendable {
             options: .defaults
         ) { response in
             for try await message in response.messages {
-                let head: Int64? = try stream.state.withLock { s in
+                let head: [(batchID: Int64, writes: Int)]? = try stream.state.withLock { s in
                     if !s.handshaken {
                         guard message.writeResults.isEmpty else { throw MalformedResponse("write results in the handshake response") }
                         s.handshaken = true
                         s.token = message.streamToken
                         return nil
                     }
+                    // It leaves the in-flight list once acknowledged (a malformed answer rejects it).
                     guard let head = s.inFlight.first else { throw MalformedResponse("a write response with no write in flight") }
-                    s.inFlight.removeFirst()
                     s.token = message.streamToken
                     return head
                 }
                 if let head {
-                    try engine.acknowledge(batchID: head, results: message.writeResults, commitTime: message.commitTime)
+                    guard message.writeResults.count == head.reduce(0, { $0 + $1.writes }) else {
+                        throw MalformedResponse("\(message.writeResults.count) write results for \(head.reduce(0, { $0 + $1.writes })) writes")
+                    }
+                    var offset = 0
+                    for batch in head {
+                        let results = Array(message.writeResults[offset..<offset + batch.writes])
+                        offset += batch.writes
+                        try engine.acknowledge(batchID: batch.batchID, results: results, commitTime: message.commitTime)
+                    }
+                    stream.state.withLock { _ = $0.inFlight.removeFirst() }
                 } else {
                     engine.setWritePump(pump)
                 }

@@ -43,7 +43,10 @@ struct Bench: AsyncParsableCommand {
             import (not in the default set: `hearth import` of a Firestore export of --import-documents documents, \
             written here, with wall time, docs/s and peak RSS, next to the engine path and the bulk path on \
             --import-baseline documents, and Google's Firestore emulator loading the same export when installed). \
-            Clients run in this process against an in-process server on 127.0.0.1, except wrk and, with --database-target, the database fan-out.
+            sdk (not in the default set: the Swift client SDK over gRPC — listener latency from another app's write next to \
+            Python's google-cloud-firestore in the same run (--python), the first snapshot from a 10k-document cache next to \
+            the same listener without a cache, 1,000 writes queued offline drained next to Python writing them one at a time). \
+            Clients run in this process against an in-process server on 127.0.0.1, except wrk, the sdk phase's Python baseline and, with --database-target, the database fan-out.
             """
     )
 
@@ -51,7 +54,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read),database-ws,database-ws-fanout (only the WebSocket fan-out),import.")
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read),database-ws,database-ws-fanout (only the WebSocket fan-out),import,sdk.")
     var phases = "http,grdb,rules,engine,transactions,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
     @Option(name: .customLong("import-documents"), help: "Documents in the import phase's export.")
     var importDocuments = 1_000_000
@@ -59,6 +62,10 @@ struct Bench: AsyncParsableCommand {
     var importBaseline = 20_000
     @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
     var grpcConnections = 4
+    @Option(help: "The Python (with google-cloud-firestore) for the sdk phase's baseline; default $HEARTH_BENCH_PYTHON, else python3.")
+    var python = ProcessInfo.processInfo.environment["HEARTH_BENCH_PYTHON"] ?? "python3"
+    @Option(name: .customLong("sdk-client"), help: ArgumentHelp("Internal (the sdk phase): run its listener-latency clients against this Firestore port and print JSON.", visibility: .hidden))
+    var sdkClient: Int?
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
@@ -74,6 +81,7 @@ struct Bench: AsyncParsableCommand {
             logger.logLevel = .warning
             return try await DatabaseBench.serveBroadcast(port: serveBroadcast, logger: logger)
         }
+        if let sdkClient { return try await SDKBench.latencyClient(firestorePort: sdkClient, directory: dataDir ?? NSTemporaryDirectory()) }
         var selected = Set(phases.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
         if selected.remove("auth") != nil { selected.formUnion(AuthBench.phases) }
         let dir = dataDir ?? NSTemporaryDirectory() + "hearth-bench-\(getpid())"
@@ -123,7 +131,7 @@ struct Bench: AsyncParsableCommand {
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }
-        guard !selected.isDisjoint(with: Set(["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage", "api", "lifecycle", "console", "database-ws", "database-ws-fanout"]).union(DatabaseBench.phases)) else { return }
+        guard !selected.isDisjoint(with: Set(["engine", "transactions", "listen", "listen-grpc", "write", "write-wrk", "rules-write", "read", "grpc", "query", "storage", "api", "lifecycle", "console", "database-ws", "database-ws-fanout", "sdk"]).union(DatabaseBench.phases)) else { return }
         var config = ServerConfiguration()
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0, "database": 0, "api": 0, "console": 0]
@@ -169,6 +177,9 @@ struct Bench: AsyncParsableCommand {
             if !selected.isDisjoint(with: DatabaseBench.phases) {
                 try await DatabaseBench(load: load, engine: server.database, logger: logger)
                     .run(selected, databasePort: ports["database"] ?? 0, firestoreBase: base)
+            }
+            if selected.contains("sdk") {
+                try await SDKBench(directory: dir + "/sdk", firestorePort: ports["firestore"] ?? 0, authPort: ports["auth"] ?? 0, python: python).run()
             }
             if selected.contains("lifecycle") { try await ApiBench(load: load, server: server).runLifecycle(bottles: 5000) }
             if selected.contains("storage") {

@@ -204,7 +204,8 @@ func temporaryDirectory() -> URL {
             created.append(try #require(snapshot.document?.createTime))
         }
         for (a, b) in zip(created, created.dropFirst()) {
-            #expect(ValueOrder.compareTimestamps(a, b) < 0, "committed in queue order")
+            // Batches queued together may share one commit (RemoteWriteStream.group): same time, never earlier.
+            #expect(ValueOrder.compareTimestamps(a, b) <= 0, "committed in queue order")
         }
         let hits = try await checker.document("counters/c").getDocument(source: .server)
         #expect(hits.get("hits") as? Int64 == 3, "each queued increment arrived exactly once")
@@ -331,6 +332,33 @@ func temporaryDirectory() -> URL {
             #expect(written.get("x") as? Int64 == 1)
             #expect(log.all.contains { $0.exists && $0.metadata.hasPendingWrites }, "the set was visible while pending")
             registration.remove()
+            await db.terminate()
+        }
+    }
+
+    @Test func batchesQueuedOfflineGoOutTogetherAndOnlyTheRefusedOneFails() async throws {
+        try await LiveServer.with { ports in
+            let db = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            try await db.disableNetwork()
+            let outcomes = Mutex<[Int: Bool]>([:])
+            for i in 0..<30 {
+                let ref = db.collection("grouped").document("d\(i)")
+                let done: @Sendable ((any Error)?) -> Void = { error in outcomes.withLock { $0[i] = error == nil } }
+                // d17 does not exist: the server refuses the update (and so the request it shares).
+                if i == 17 { ref.updateData(["n": i], completion: done) } else { ref.setData(["n": i], completion: done) }
+            }
+            try await db.enableNetwork()
+            try await db.waitForPendingWrites()
+            let deadline = ContinuousClock.now + .seconds(20)
+            while outcomes.withLock({ $0.count }) < 30 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            let seen = outcomes.withLock { $0 }
+            #expect(seen.count == 30)
+            #expect(seen.filter { !$0.value }.map(\.key) == [17], "only the update of a missing document fails")
+            let checker = offlineFirestore(ports: ports, cacheDirectory: nil, memory: true)
+            let stored = try await checker.collection("grouped").getDocuments(source: .server)
+            #expect(stored.count == 29)
+            #expect(!stored.documents.contains { $0.documentID == "d17" })
+            await checker.terminate()
             await db.terminate()
         }
     }
@@ -592,5 +620,259 @@ func temporaryDirectory() -> URL {
         var mustExist = write
         mustExist.currentDocument.exists = true
         #expect(LocalWriteApplier.apply(mustExist, to: nil, name: write.update.name, localWriteTime: time) == nil)
+    }
+}
+
+/// Watch can report a state older than a write the server has already acknowledged (its stream
+/// lags the commit): the engine keeps each cached document's version and ignores older news, so a
+/// listener never flickers back to what the write replaced (the Apple SDK's rule).
+@Suite struct FirestoreStaleWatchTests {
+    static let database = "projects/p/databases/(default)"
+    static let root = "\(database)/documents"
+    typealias Doc = Google_Firestore_V1_Document
+
+    final class Seen: Sendable {
+        let snapshots = Mutex<[ViewSnapshot]>([])
+    }
+
+    func stamp(_ seconds: Int64) -> Google_Protobuf_Timestamp {
+        var t = Google_Protobuf_Timestamp()
+        t.seconds = seconds
+        return t
+    }
+
+    func fields(rank: Int64) -> [String: Google_Firestore_V1_Value] {
+        var v = Google_Firestore_V1_Value()
+        v.integerValue = rank
+        return ["rank": v]
+    }
+
+    /// The server's version of a document.
+    func remote(_ path: String, rank: Int64, at seconds: Int64) -> Doc {
+        var d = Doc()
+        d.name = "\(Self.root)/\(path)"
+        d.fields = fields(rank: rank)
+        d.createTime = stamp(1)
+        d.updateTime = stamp(seconds)
+        return d
+    }
+
+    func set(_ path: String, rank: Int64) -> Google_Firestore_V1_Write {
+        var d = Doc()
+        d.name = "\(Self.root)/\(path)"
+        d.fields = fields(rank: rank)
+        var w = Google_Firestore_V1_Write()
+        w.update = d
+        return w
+    }
+
+    func delete(_ path: String) -> Google_Firestore_V1_Write {
+        var w = Google_Firestore_V1_Write()
+        w.delete = "\(Self.root)/\(path)"
+        return w
+    }
+
+    func result(at seconds: Int64?) -> Google_Firestore_V1_WriteResult {
+        var r = Google_Firestore_V1_WriteResult()
+        if let seconds { r.updateTime = stamp(seconds) }
+        return r
+    }
+
+    /// An engine over an in-memory cache with one view of collection `c` ordered by rank.
+    func engineWithView() throws -> (LocalSyncEngine, Int, Seen) {
+        let engine = try LocalSyncEngine(cache: LocalCache(fileURL: nil), databaseName: Self.database, uid: "", sizeBytes: -1)
+        var query = Google_Firestore_V1_StructuredQuery()
+        var from = Google_Firestore_V1_StructuredQuery.CollectionSelector()
+        from.collectionID = "c"
+        query.from = [from]
+        var order = Google_Firestore_V1_StructuredQuery.Order()
+        order.field.fieldPath = "rank"
+        order.direction = .ascending
+        query.orderBy = [order]
+        let local = LocalQueryEngine(documentsRoot: Self.root, parentPath: "", query: query)
+        let seen = Seen()
+        let id = engine.addView(kind: .query(local, collectionPath: "c", collectionID: "c"), targetKey: "q|c", includeMetadataChanges: false) { s in
+            seen.snapshots.withLock { $0.append(s) }
+        }
+        return (engine, id, seen)
+    }
+
+    func shown(_ engine: LocalSyncEngine, _ seen: Seen) -> [[String]] {
+        engine.callbacks.sync {}
+        return seen.snapshots.withLock { $0.map { $0.documents.map(\.path) } }
+    }
+
+    func acknowledgeHead(_ engine: LocalSyncEngine, at seconds: Int64, updateTime: Bool) throws {
+        let batch = try #require(engine.pendingBatches(after: 0, limit: 1).first)
+        try engine.acknowledge(batchID: batch.batchID, results: [result(at: updateTime ? seconds : nil)], commitTime: stamp(seconds))
+    }
+
+    @Test func aDeleteAcknowledgedBeforeWatchReportsItDoesNotComeBack() throws {
+        let (engine, id, seen) = try engineWithView()
+        let a = remote("c/a", rank: 2, at: 1)
+        engine.remoteSnapshot(id, documents: [a.name: a], resumeToken: Data([1]), readTime: stamp(1))
+        engine.enqueue([set("c/b", rank: 1)]) { _ in }
+        try acknowledgeHead(engine, at: 2, updateTime: true)
+        engine.enqueue([delete("c/b")]) { _ in }
+        try acknowledgeHead(engine, at: 3, updateTime: false)
+        #expect(shown(engine, seen) == [["c/a"], ["c/b", "c/a"], ["c/a"]])
+
+        // Watch now reports b's creation (version 2), older than the acknowledged delete (3).
+        let b = remote("c/b", rank: 1, at: 2)
+        engine.remoteSnapshot(
+            id, documents: [a.name: a, b.name: b], changed: [b.name], resumeToken: Data([2]), readTime: stamp(2))
+        #expect(shown(engine, seen) == [["c/a"], ["c/b", "c/a"], ["c/a"]], "the stale b does not come back")
+        #expect(try engine.cachedDocument("c/b").map { $0.document == nil } == true, "the cache keeps the delete")
+
+        // Then the delete itself.
+        engine.remoteSnapshot(id, documents: [a.name: a], changed: [b.name], resumeToken: Data([3]), readTime: stamp(3))
+        #expect(shown(engine, seen) == [["c/a"], ["c/b", "c/a"], ["c/a"]])
+
+        // A newer version than the delete is news: b was created again by someone else.
+        let again = remote("c/b", rank: 0, at: 4)
+        engine.remoteSnapshot(
+            id, documents: [a.name: a, again.name: again], changed: [again.name], resumeToken: Data([4]), readTime: stamp(4))
+        #expect(shown(engine, seen).last == ["c/b", "c/a"])
+    }
+
+    @Test func aCreationAcknowledgedBeforeWatchReportsItDoesNotVanish() throws {
+        let (engine, id, seen) = try engineWithView()
+        let a = remote("c/a", rank: 2, at: 1)
+        engine.remoteSnapshot(id, documents: [a.name: a], resumeToken: Data([1]), readTime: stamp(1))
+        engine.enqueue([set("c/c", rank: 3)]) { _ in }
+        try acknowledgeHead(engine, at: 3, updateTime: true)
+        #expect(shown(engine, seen) == [["c/a"], ["c/a", "c/c"]])
+
+        // A consistent point from before the commit (a changed, c not yet listed).
+        let a2 = remote("c/a", rank: 1, at: 2)
+        engine.remoteSnapshot(id, documents: [a2.name: a2], changed: [a2.name], resumeToken: Data([2]), readTime: stamp(2))
+        #expect(shown(engine, seen).last == ["c/a", "c/c"], "c stays while Watch catches up")
+        #expect(shown(engine, seen).dropFirst().allSatisfy { $0.contains("c/c") }, "no snapshot without c")
+
+        let c = remote("c/c", rank: 3, at: 3)
+        engine.remoteSnapshot(id, documents: [a2.name: a2, c.name: c], changed: [c.name], resumeToken: Data([3]), readTime: stamp(3))
+        #expect(shown(engine, seen).count == 3, "nothing new to show once Watch agrees")
+    }
+
+    @Test func aVersionOneCacheGainsVersionsAndKeepsItsQueue() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("cache.sqlite")
+        let doc = remote("c/a", rank: 1, at: 5)
+        do {
+            // Schema version 1: no version columns.
+            let cache = try LocalCache(fileURL: file)
+            _ = try cache.enqueue(uid: "", writes: [delete("c/z")], localWriteTime: stamp(1))
+            try cache.database.write { db in
+                try db.execute(sql: """
+                    DROP TABLE remote_documents;
+                    CREATE TABLE remote_documents (path TEXT PRIMARY KEY NOT NULL, collection_path TEXT NOT NULL,
+                        collection_id TEXT NOT NULL, document BLOB, size INTEGER NOT NULL, sequence INTEGER NOT NULL);
+                    PRAGMA user_version = 1;
+                    """)
+                try db.execute(
+                    sql: "INSERT INTO remote_documents VALUES ('c/a', 'c', 'c', ?, 10, 1)", arguments: [try doc.serializedBytes() as Data])
+            }
+        }
+        let cache = try LocalCache(fileURL: file)
+        #expect(!cache.rebuilt)
+        #expect(try cache.batches(uid: "").count == 1, "the queue survives the migration")
+        let older = remote("c/a", rank: 9, at: 4)
+        let (before, ignored, stored, after) = try cache.database.write { db throws in
+            (
+                try LocalCache.version(db, "c/a"), try LocalCache.putRemote(db, [("c/a", older)], sequence: 2),
+                try LocalCache.putRemote(db, [("c/a", nil)], sequence: 2, missingVersion: stamp(6)), try LocalCache.version(db, "c/a")
+            )
+        }
+        #expect(before == stamp(5), "an old row's version comes from its document")
+        #expect(ignored.isEmpty, "older news is ignored")
+        #expect(stored == ["c/a"])
+        #expect(after == stamp(6), "a tombstone keeps its version")
+    }
+
+    @Test func aDocumentViewKeepsAnAcknowledgedWriteOverAnOlderMissingReport() throws {
+        let engine = try LocalSyncEngine(cache: LocalCache(fileURL: nil), databaseName: Self.database, uid: "", sizeBytes: -1)
+        let seen = Seen()
+        let id = engine.addView(kind: .document(path: "c/d"), targetKey: "d|c/d", includeMetadataChanges: true) { s in
+            seen.snapshots.withLock { $0.append(s) }
+        }
+        engine.remoteSnapshot(id, documents: [:], resumeToken: Data([1]), readTime: stamp(1))
+        engine.enqueue([set("c/d", rank: 7)]) { _ in }
+        try acknowledgeHead(engine, at: 3, updateTime: true)
+        // Watch's consistent point at 2 still says missing.
+        engine.remoteSnapshot(id, documents: [:], changed: [], resumeToken: Data([2]), readTime: stamp(2))
+        engine.callbacks.sync {}
+        let pending = seen.snapshots.withLock { $0.map { $0.documents.first?.hasPendingWrites } }
+        #expect(pending == [nil, true, false], "missing, then the pending write, then the committed write; never missing again")
+    }
+}
+
+/// The Write stream sends consecutive queued batches in one request (issue 16's drain rate).
+@Suite struct WriteStreamGroupingTests {
+    static let root = "projects/p/databases/(default)/documents"
+
+    func batch(_ id: Int64, _ paths: [String]) -> LocalCache.Batch {
+        let writes = paths.map { path -> Google_Firestore_V1_Write in
+            var w = Google_Firestore_V1_Write()
+            w.delete = "\(Self.root)/\(path)"
+            return w
+        }
+        return LocalCache.Batch(batchID: id, writes: writes, localWriteTime: Google_Protobuf_Timestamp())
+    }
+
+    func ids(_ batches: [LocalCache.Batch]) -> [Int64] { batches.map(\.batchID) }
+
+    @Test func consecutiveBatchesShareARequestUpToTheLimit() {
+        let queue = (1...8).map { batch(Int64($0), ["c/d\($0)", "c/e\($0)"]) }
+        #expect(ids(RemoteWriteStream.group(queue)) == Array(1...8))
+        #expect(ids(RemoteWriteStream.group(queue, maxWrites: 7)) == [1, 2, 3], "three batches of two writes fit in seven")
+        #expect(ids(RemoteWriteStream.group([batch(1, (0..<600).map { "c/d\($0)" })] + queue)) == [1], "a batch over the limit goes alone")
+        #expect(RemoteWriteStream.group([]).isEmpty)
+    }
+
+    @Test func aSecondWriteToADocumentStartsANewRequest() {
+        let queue = [batch(1, ["c/a"]), batch(2, ["c/b"]), batch(3, ["c/a"]), batch(4, ["c/c"])]
+        #expect(ids(RemoteWriteStream.group(queue)) == [1, 2])
+        #expect(ids(RemoteWriteStream.group(Array(queue.dropFirst(2)))) == [3, 4])
+        #expect(ids(RemoteWriteStream.group([batch(1, ["c/a", "c/a"]), batch(2, ["c/b"])])) == [1], "a batch that writes a document twice stays alone")
+        #expect(ids(RemoteWriteStream.group([batch(1, ["c/a"]), batch(2, ["c/b", "c/b"])])) == [1])
+    }
+
+    @Test func batchesMarkedAloneGoOneByOne() {
+        let queue = (1...5).map { batch(Int64($0), ["c/d\($0)"]) }
+        #expect(ids(RemoteWriteStream.group(queue) { $0 <= 3 }) == [1])
+        #expect(ids(RemoteWriteStream.group(Array(queue.dropFirst(2))) { $0 <= 3 }) == [3])
+        #expect(ids(RemoteWriteStream.group(Array(queue.dropFirst(3))) { $0 <= 3 }) == [4, 5])
+    }
+}
+
+/// `LocalQueryEngine.inCollection` without allocations: the same answers as splitting the path.
+@Suite struct LocalQueryEngineSelectionTests {
+    func engine(_ collectionID: String, parent: String = "", group: Bool = false) -> LocalQueryEngine {
+        var q = Google_Firestore_V1_StructuredQuery()
+        var from = Google_Firestore_V1_StructuredQuery.CollectionSelector()
+        from.collectionID = collectionID
+        from.allDescendants = group
+        q.from = [from]
+        return LocalQueryEngine(documentsRoot: "projects/p/databases/(default)/documents", parentPath: parent, query: q)
+    }
+
+    @Test func collectionsAndGroupsSelectTheirDocumentsOnly() {
+        #expect(engine("c").inCollection("c/a"))
+        #expect(!engine("c").inCollection("c"), "a collection is not a document")
+        #expect(!engine("c").inCollection("c/a/sub/b"), "a subcollection's document")
+        #expect(!engine("c").inCollection("cc/a"))
+        #expect(!engine("c").inCollection("c//a"), "an empty segment")
+        #expect(!engine("c").inCollection("/c/a"))
+        #expect(!engine("c").inCollection("c/a/"))
+        #expect(engine("sub", parent: "c/a").inCollection("c/a/sub/b"))
+        #expect(!engine("sub", parent: "c/a").inCollection("c/x/sub/b"))
+        #expect(!engine("sub", parent: "c/a").inCollection("sub/b"))
+        #expect(engine("sub", group: true).inCollection("sub/b"))
+        #expect(engine("sub", group: true).inCollection("c/a/sub/b"))
+        #expect(engine("sub", parent: "c/a", group: true).inCollection("c/a/x/y/sub/b"))
+        #expect(!engine("sub", parent: "c/a", group: true).inCollection("c/ab/sub/b"), "a parent that only shares a prefix")
+        #expect(!engine("sub", group: true).inCollection("c/a/subs/b"))
+        #expect(engine("é", group: true).inCollection("c/ü/é/d"))
     }
 }
