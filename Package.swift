@@ -99,6 +99,9 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Store conformance suites: one scenario set per engine persistence protocol, run unchanged by the test
+        // targets against every backend (in-memory, SQLite, PostgreSQL). Used only by test targets (it imports Testing).
+        .target(name: "HearthStoreConformance", dependencies: ["HearthCore", "HearthAuth"], path: "Sources/HearthStoreConformance", swiftSettings: swiftSettings),
         // C shims for HearthStorage: hardware CRC-32C behind a runtime CPU check, early writeback. No dependencies.
         .target(name: "HearthCShims"),
         // Objects and buckets: metadata behind its ObjectMetadataStore protocol, bytes in a blob store — no HTTP, no SQL.
@@ -297,7 +300,7 @@ let package = Package(
         .testTarget(
             name: "HearthAuthTests",
             dependencies: [
-                "HearthAuth", "HearthCore", "HearthSQLite",
+                "HearthAuth", "HearthCore", "HearthSQLite", "HearthStoreConformance",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
