@@ -101,7 +101,9 @@ let package = Package(
         ),
         // Store conformance suites: one scenario set per engine persistence protocol, run unchanged by the test
         // targets against every backend (in-memory, SQLite, PostgreSQL). Used only by test targets (it imports Testing).
-        .target(name: "HearthStoreConformance", dependencies: ["HearthCore", "HearthAuth"], path: "Sources/HearthStoreConformance", swiftSettings: swiftSettings),
+        .target(
+            name: "HearthStoreConformance", dependencies: ["HearthCore", "HearthAuth"], path: "Sources/HearthStoreConformance",
+            swiftSettings: swiftSettings),
         // C shims for HearthStorage: hardware CRC-32C behind a runtime CPU check, early writeback. No dependencies.
         .target(name: "HearthCShims"),
         // Objects and buckets: metadata behind its ObjectMetadataStore protocol, bytes in a blob store — no HTTP, no SQL.

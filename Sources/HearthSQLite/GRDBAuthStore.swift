@@ -124,7 +124,9 @@ public final class GRDBAuthStore: AuthStore {
     public func refreshToken(hash: String) async throws -> RefreshTokenRecord? { try await read { try $0.refreshToken(hash: hash) } }
     public func oobCode(_ code: String) async throws -> OOBCode? { try await read { try $0.oobCode(code) } }
     public func oobCodes() async throws -> [OOBCode] { try await read { try $0.oobCodes() } }
-    public func phoneCode(sessionInfo: String) async throws -> PhoneVerificationCode? { try await read { try $0.phoneCode(sessionInfo: sessionInfo) } }
+    public func phoneCode(sessionInfo: String) async throws -> PhoneVerificationCode? {
+        try await read { try $0.phoneCode(sessionInfo: sessionInfo) }
+    }
     public func phoneCodes() async throws -> [PhoneVerificationCode] { try await read { try $0.phoneCodes() } }
     public func serviceAccount(clientEmail: String) async throws -> ServiceAccountRecord? {
         try await read { try $0.serviceAccount(clientEmail: clientEmail) }

@@ -154,11 +154,13 @@ public enum AuthStoreConformance {
 
     static func uniqueness(_ store: any AuthStore) async throws {
         try await save(store, account("u1", email: "a@example.com", phone: "+15555550100", providers: [google("g1")]))
-        await expectConflict(.emailTaken("a@example.com"), applying: .init(mutations: [.saveAccount(account("u2", email: "a@example.com"))]), to: store)
+        await expectConflict(
+            .emailTaken("a@example.com"), applying: .init(mutations: [.saveAccount(account("u2", email: "a@example.com"))]), to: store)
         await expectConflict(
             .phoneNumberTaken("+15555550100"), applying: .init(mutations: [.saveAccount(account("u2", phone: "+15555550100"))]), to: store)
         await expectConflict(
-            .providerTaken(providerID: "google.com", rawID: "g1"), applying: .init(mutations: [.saveAccount(account("u2", providers: [google("g1")]))]),
+            .providerTaken(providerID: "google.com", rawID: "g1"),
+            applying: .init(mutations: [.saveAccount(account("u2", providers: [google("g1")]))]),
             to: store)
         #expect(try await store.account(uid: "u2") == nil)
         // The same raw id at another provider is another user.
@@ -174,7 +176,9 @@ public enum AuthStoreConformance {
         moved.phoneNumber = nil
         moved.providers = []
         try await store.apply(
-            AuthChangeSet(mutations: [.saveAccount(moved), .saveAccount(account("u3", email: "a@example.com", phone: "+15555550100", providers: [google("g1")]))]))
+            AuthChangeSet(mutations: [
+                .saveAccount(moved), .saveAccount(account("u3", email: "a@example.com", phone: "+15555550100", providers: [google("g1")])),
+            ]))
         #expect(try await store.account(email: "a@example.com")?.uid == "u3")
         #expect(try await store.account(phoneNumber: "+15555550100")?.uid == "u3")
         #expect(try await store.account(provider: "google.com", rawID: "g1")?.uid == "u3")

@@ -217,7 +217,8 @@ import GRDB
         #expect(try await store.account(phoneNumber: "+15555550100")?.uid == "u1")
         // The number is unique: a second account with it cannot be stored.
         await #expect(throws: AuthStoreConflict.phoneNumberTaken("+15555550100")) {
-            try await store.apply(AuthChangeSet(mutations: [.saveAccount(Account(uid: "u2", createdAt: 1, validSince: 1, phoneNumber: "+15555550100"))]))
+            let second = Account(uid: "u2", createdAt: 1, validSince: 1, phoneNumber: "+15555550100")
+            try await store.apply(AuthChangeSet(mutations: [.saveAccount(second)]))
         }
         #expect(try await store.providerConfigs().isEmpty)
     }
@@ -242,8 +243,8 @@ import GRDB
         let u2 = try #require(try await store.account(uid: "u2"))
         try await store.apply(AuthChangeSet(mutations: [.saveAccount(u2)]))
         await #expect(throws: AuthStoreConflict.providerTaken(providerID: "google.com", rawID: "g1")) {
-            try await store.apply(
-                AuthChangeSet(mutations: [.saveAccount(Account(uid: "u3", providers: [ProviderUserInfo(providerID: "google.com", rawID: "g1")], createdAt: 1, validSince: 1))]))
+            let taker = Account(uid: "u3", providers: [ProviderUserInfo(providerID: "google.com", rawID: "g1")], createdAt: 1, validSince: 1)
+            try await store.apply(AuthChangeSet(mutations: [.saveAccount(taker)]))
         }
     }
 }

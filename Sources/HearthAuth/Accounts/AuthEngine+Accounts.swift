@@ -264,7 +264,8 @@ extension AuthEngine {
         guard revoked else { return (account, nil) }
         let planned = try await commit {
             let current = try await self.store.account(uid: account.uid)
-            return self.planSession(current ?? account, provider: provider, isNewUser: false, expecting: [.account(uid: account.uid, equals: current)])
+            return self.planSession(
+                current ?? account, provider: provider, isNewUser: false, expecting: [.account(uid: account.uid, equals: current)])
         }
         return (account, try finish(planned))
     }
