@@ -120,7 +120,7 @@ let package = Package(
         // in-memory, SQLite, PostgreSQL. Used only by test targets.
         .target(
             name: "HearthStoreConformance",
-            dependencies: ["HearthCore", "HearthDocuments", "HearthDatabase", "HearthStorage", "HearthAppCheck"],
+            dependencies: ["HearthCore", "HearthDocuments", "HearthAuth", "HearthDatabase", "HearthStorage", "HearthAppCheck"],
             path: "Sources/HearthStoreConformance",
             swiftSettings: swiftSettings
         ),
@@ -351,7 +351,7 @@ let package = Package(
         .testTarget(
             name: "HearthAuthTests",
             dependencies: [
-                "HearthAuth", "HearthCore", "HearthSQLite", "HearthJWT",
+                "HearthAuth", "HearthCore", "HearthSQLite", "HearthJWT", "HearthStoreConformance",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

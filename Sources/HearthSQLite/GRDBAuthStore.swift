@@ -86,19 +86,146 @@ public final class GRDBAuthStore: AuthStore {
                     email_enumeration_protection INTEGER);
                 """)
         }
+        // Linked provider users get a table of their own: an indexed lookup for `signInWithIdp`,
+        // and the store's uniqueness of (provider, raw id) without scanning every account's JSON.
+        // Accounts stored before it could share a provider user (the engine checked, the schema
+        // did not): the first (by uid) keeps the link row.
+        m.registerMigration("hearth-auth-v5-provider-links") { db in
+            try db.execute(sql: """
+                CREATE TABLE auth_provider_links(
+                    provider_id TEXT NOT NULL,
+                    raw_id TEXT NOT NULL,
+                    uid TEXT NOT NULL,
+                    PRIMARY KEY (provider_id, raw_id));
+                CREATE INDEX auth_provider_links_uid ON auth_provider_links(uid);
+                INSERT OR IGNORE INTO auth_provider_links(provider_id, raw_id, uid)
+                    SELECT json_extract(value, '$.providerId'), json_extract(value, '$.rawId'), auth_accounts.uid
+                    FROM auth_accounts, json_each(auth_accounts.providers)
+                    WHERE json_extract(value, '$.providerId') IS NOT NULL AND json_extract(value, '$.rawId') IS NOT NULL
+                    ORDER BY auth_accounts.uid;
+                """)
+        }
         return m
     }
 
-    public func read<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreReader) throws -> T) async throws -> T {
+    // MARK: Reads (each its own read transaction: a pool's readers run beside the writer)
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (Access) throws -> T) async throws -> T {
         try await writer.read { db in try body(Access(db: db)) }
     }
 
-    public func write<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreWriter) throws -> T) async throws -> T {
-        try await writer.write { db in try body(Access(db: db)) }
+    public func account(uid: String) async throws -> Account? { try await read { try $0.account(uid: uid) } }
+    public func account(email: String) async throws -> Account? { try await read { try $0.account(email: email) } }
+    public func account(phoneNumber: String) async throws -> Account? { try await read { try $0.account(phoneNumber: phoneNumber) } }
+    public func account(provider: String, rawID: String) async throws -> Account? {
+        try await read { try $0.account(provider: provider, rawID: rawID) }
+    }
+    public func accounts(after uid: String?, limit: Int) async throws -> [Account] { try await read { try $0.accounts(after: uid, limit: limit) } }
+    public func refreshToken(hash: String) async throws -> RefreshTokenRecord? { try await read { try $0.refreshToken(hash: hash) } }
+    public func oobCode(_ code: String) async throws -> OOBCode? { try await read { try $0.oobCode(code) } }
+    public func oobCodes() async throws -> [OOBCode] { try await read { try $0.oobCodes() } }
+    public func phoneCode(sessionInfo: String) async throws -> PhoneVerificationCode? {
+        try await read { try $0.phoneCode(sessionInfo: sessionInfo) }
+    }
+    public func phoneCodes() async throws -> [PhoneVerificationCode] { try await read { try $0.phoneCodes() } }
+    public func serviceAccount(clientEmail: String) async throws -> ServiceAccountRecord? {
+        try await read { try $0.serviceAccount(clientEmail: clientEmail) }
+    }
+    public func serviceAccounts() async throws -> [ServiceAccountRecord] { try await read { try $0.serviceAccounts() } }
+    public func providerConfig(id: String) async throws -> ProviderConfig? { try await read { try $0.providerConfig(id: id) } }
+    public func providerConfigs() async throws -> [ProviderConfig] { try await read { try $0.providerConfigs() } }
+    public func projectSettings() async throws -> AuthProjectSettings { try await read { try $0.projectSettings() } }
+
+    // MARK: Apply
+
+    /// One write transaction: every expectation is checked, then the mutations run in order;
+    /// a conflict (or any error) rolls the transaction back.
+    public func apply(_ changes: AuthChangeSet) async throws {
+        try await writer.write { db in
+            let access = Access(db: db)
+            for expectation in changes.expectations {
+                guard try access.holds(expectation) else { throw AuthStoreConflict.changed(expectation) }
+            }
+            for mutation in changes.mutations { try access.apply(mutation) }
+        }
     }
 
-    struct Access: AuthStoreWriter {
+    struct Access {
         let db: Database
+
+        func holds(_ expectation: AuthExpectation) throws -> Bool {
+            switch expectation {
+            case .account(let uid, let expected): try account(uid: uid) == expected
+            case .providerLink(let provider, let rawID, let uid):
+                try String.fetchOne(
+                    db, sql: "SELECT uid FROM auth_provider_links WHERE provider_id = ? AND raw_id = ?", arguments: [provider, rawID]) == uid
+            case .refreshToken(let hash):
+                try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM auth_refresh_tokens WHERE token_hash = ?)", arguments: [hash]) ?? false
+            case .oobCode(let code):
+                try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM auth_oob_codes WHERE code = ?)", arguments: [code]) ?? false
+            case .phoneCode(let sessionInfo):
+                try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM auth_phone_codes WHERE session_info = ?)", arguments: [sessionInfo])
+                    ?? false
+            case .serviceAccount(let email, let exists): try (serviceAccount(clientEmail: email) != nil) == exists
+            case .providerConfig(let id, let expected): try providerConfig(id: id) == expected
+            case .projectSettings(let expected): try projectSettings() == expected
+            case .noAccounts: try accounts(after: nil, limit: 1).isEmpty
+            }
+        }
+
+        func apply(_ mutation: AuthMutation) throws {
+            switch mutation {
+            case .saveAccount(let a): try save(a)
+            case .deleteAccount(let uid): try deleteAccount(uid: uid)
+            case .deleteAllAccounts: try deleteAllAccounts()
+            case .insertRefreshToken(let record): try insertRefreshToken(record)
+            case .deleteRefreshTokens(let uid): try deleteRefreshTokens(uid: uid)
+            case .insertOOBCode(let code): try insertOOBCode(code)
+            case .deleteOOBCode(let code): try deleteOOBCode(code)
+            case .deleteOOBCodes(let millis): try deleteOOBCodes(expiringBefore: millis)
+            case .saveServiceAccount(let record): try saveServiceAccount(record)
+            case .insertPhoneCode(let code): try insertPhoneCode(code)
+            case .deletePhoneCode(let sessionInfo): try deletePhoneCode(sessionInfo: sessionInfo)
+            case .deletePhoneCodes(let millis): try deletePhoneCodes(expiringBefore: millis)
+            case .saveProviderConfig(let config): try saveProviderConfig(config)
+            case .deleteProviderConfig(let id): try deleteProviderConfig(id: id)
+            case .saveProjectSettings(let settings): try saveProjectSettings(settings)
+            }
+        }
+
+        /// The uniqueness the store guarantees, as typed conflicts: email and phone number (also
+        /// UNIQUE columns), and each (provider, raw id) the account links that its stored
+        /// version did not (`auth_provider_links`).
+        func checkUnique(_ a: Account) throws {
+            if let e = a.email,
+                try String.fetchOne(db, sql: "SELECT uid FROM auth_accounts WHERE email = ? AND uid <> ?", arguments: [e, a.uid]) != nil
+            {
+                throw AuthStoreConflict.emailTaken(e)
+            }
+            if let p = a.phoneNumber,
+                try String.fetchOne(db, sql: "SELECT uid FROM auth_accounts WHERE phone_number = ? AND uid <> ?", arguments: [p, a.uid]) != nil
+            {
+                throw AuthStoreConflict.phoneNumberTaken(p)
+            }
+            guard !a.providers.isEmpty else { return }
+            let before = try account(uid: a.uid)?.providers ?? []
+            for link in a.providers where !before.contains(where: { $0.providerID == link.providerID && $0.rawID == link.rawID }) {
+                let holder = try String.fetchOne(
+                    db, sql: "SELECT uid FROM auth_provider_links WHERE provider_id = ? AND raw_id = ?", arguments: [link.providerID, link.rawID])
+                if let holder, holder != a.uid { throw AuthStoreConflict.providerTaken(providerID: link.providerID, rawID: link.rawID) }
+            }
+        }
+
+        /// Replaces the account's link rows by its providers (a link another account kept from
+        /// before the links table stays that account's).
+        func saveLinks(_ a: Account) throws {
+            try db.execute(sql: "DELETE FROM auth_provider_links WHERE uid = ?", arguments: [a.uid])
+            for link in a.providers {
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO auth_provider_links(provider_id, raw_id, uid) VALUES (?,?,?)",
+                    arguments: [link.providerID, link.rawID, a.uid])
+            }
+        }
 
         static let accountColumns = """
             uid, email, email_verified, password_hash, password_updated_at, display_name, photo_url, disabled, \
@@ -180,13 +307,11 @@ public final class GRDBAuthStore: AuthStore {
         }
 
         func account(provider: String, rawID: String) throws -> Account? {
-            // Linked providers live in a JSON column; SQLite's json_each searches it.
             try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT \(Self.accountColumns) FROM auth_accounts WHERE EXISTS (
-                        SELECT 1 FROM json_each(auth_accounts.providers)
-                        WHERE json_extract(value, '$.providerId') = ? AND json_extract(value, '$.rawId') = ?)
+                    SELECT \(Self.accountColumns) FROM auth_accounts
+                    WHERE uid = (SELECT uid FROM auth_provider_links WHERE provider_id = ? AND raw_id = ?)
                     """,
                 arguments: [provider, rawID]
             ).map(decodeAccount)
@@ -223,6 +348,7 @@ public final class GRDBAuthStore: AuthStore {
         }()
 
         func save(_ a: Account) throws {
+            try checkUnique(a)
             try db.execute(
                 sql: Self.upsertAccount,
                 arguments: [
@@ -230,17 +356,22 @@ public final class GRDBAuthStore: AuthStore {
                     a.disabled, a.customClaims, Self.encodeProviders(a.providers), a.createdAt, a.lastLoginAt, a.lastRefreshAt,
                     a.validSince, a.phoneNumber,
                 ])
+            try saveLinks(a)
         }
 
         func deleteAccount(uid: String) throws {
             try db.execute(sql: "DELETE FROM auth_accounts WHERE uid = ?", arguments: [uid])
+            try db.execute(sql: "DELETE FROM auth_provider_links WHERE uid = ?", arguments: [uid])
             try deleteRefreshTokens(uid: uid)
             try db.execute(sql: "DELETE FROM auth_oob_codes WHERE uid = ?", arguments: [uid])
         }
 
         func deleteAllAccounts() throws {
             try db.execute(
-                sql: "DELETE FROM auth_accounts; DELETE FROM auth_refresh_tokens; DELETE FROM auth_oob_codes; DELETE FROM auth_phone_codes;")
+                sql: """
+                    DELETE FROM auth_accounts; DELETE FROM auth_provider_links; DELETE FROM auth_refresh_tokens; \
+                    DELETE FROM auth_oob_codes; DELETE FROM auth_phone_codes;
+                    """)
         }
 
         func account(phoneNumber: String) throws -> Account? {

@@ -316,7 +316,7 @@ struct Harness {
         try other.migrate(pool)
         // Reopening runs no migration twice and keeps the data.
         let reopened = try GRDBAuthStore(writer: try DatabasePool(path: path))
-        #expect(try await reopened.read { r in try r.account(uid: "x") }?.uid == "x")
+        #expect(try await reopened.account(uid: "x")?.uid == "x")
     }
 }
 

@@ -9,14 +9,14 @@ import Testing
         let store = try backend.makeStore()
         let tokens = TokenService(projectID: "demo-proj", keyRing: sharedRing)
         let first = AuthEngine(store: store, tokens: tokens, configuration: .init(passwordHashing: .testing))
-        #expect(try await store.read { try $0.projectSettings() } == AuthProjectSettings())
+        #expect(try await store.projectSettings() == AuthProjectSettings())
         try await first.applyStoredSettings()
         #expect(first.emailEnumerationProtection == false)  // nothing stored: the configuration decides
 
         try await first.saveEmailEnumerationProtection(true)
         #expect(first.emailEnumerationProtection)
-        try await store.write { try $0.deleteAllAccounts() }
-        #expect(try await store.read { try $0.projectSettings() }.emailEnumerationProtection == true)
+        try await store.apply(AuthChangeSet(mutations: [.deleteAllAccounts]))
+        #expect(try await store.projectSettings().emailEnumerationProtection == true)
 
         let second = AuthEngine(store: store, tokens: tokens, configuration: .init(passwordHashing: .testing))
         #expect(second.emailEnumerationProtection == false)

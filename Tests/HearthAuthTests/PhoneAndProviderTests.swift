@@ -209,18 +209,42 @@ import GRDB
                     """)
         }
         let store = try GRDBAuthStore(writer: queue)
-        let old = try #require(try await store.read { r in try r.account(uid: "u1") })
+        let old = try #require(try await store.account(uid: "u1"))
         #expect(old.email == "a@example.com" && old.phoneNumber == nil)
-        try await store.write { w in
-            var a = old
-            a.phoneNumber = "+15555550100"
-            try w.save(a)
+        var a = old
+        a.phoneNumber = "+15555550100"
+        try await store.apply(AuthChangeSet(mutations: [.saveAccount(a)]))
+        #expect(try await store.account(phoneNumber: "+15555550100")?.uid == "u1")
+        // The number is unique: a second account with it cannot be stored.
+        await #expect(throws: AuthStoreConflict.phoneNumberTaken("+15555550100")) {
+            let second = Account(uid: "u2", createdAt: 1, validSince: 1, phoneNumber: "+15555550100")
+            try await store.apply(AuthChangeSet(mutations: [.saveAccount(second)]))
         }
-        #expect(try await store.read { r in try r.account(phoneNumber: "+15555550100") }?.uid == "u1")
-        // The column is unique: a second account with the number cannot be stored.
-        await #expect(throws: (any Error).self) {
-            try await store.write { w in try w.save(Account(uid: "u2", createdAt: 1, validSince: 1, phoneNumber: "+15555550100")) }
+        #expect(try await store.providerConfigs().isEmpty)
+    }
+
+    @Test func aVersion4DatabaseGainsTheProviderLinksTable() async throws {
+        let queue = try GRDB.DatabaseQueue()
+        try GRDBAuthStore.migrator.migrate(queue, upTo: "hearth-auth-v4-project-settings")
+        // Two accounts that share a provider user (the old schema allowed it): the first by uid keeps the link.
+        try await queue.write { db in
+            for uid in ["u2", "u1"] {
+                try db.execute(
+                    sql: """
+                        INSERT INTO auth_accounts(uid, email_verified, disabled, providers, created_at, valid_since)
+                        VALUES (?, 0, 0, '[{"providerId":"google.com","rawId":"g1"},{"providerId":"github.com","rawId":"\(uid)"}]', 1, 1)
+                        """, arguments: [uid])
+            }
         }
-        #expect(try await store.read { r in try r.providerConfigs() }.isEmpty)
+        let store = try GRDBAuthStore(writer: queue)
+        #expect(try await store.account(provider: "google.com", rawID: "g1")?.uid == "u1")
+        #expect(try await store.account(provider: "github.com", rawID: "u2")?.uid == "u2")
+        // Both can still be saved (the link is not new to either); a third account cannot take it.
+        let u2 = try #require(try await store.account(uid: "u2"))
+        try await store.apply(AuthChangeSet(mutations: [.saveAccount(u2)]))
+        await #expect(throws: AuthStoreConflict.providerTaken(providerID: "google.com", rawID: "g1")) {
+            let taker = Account(uid: "u3", providers: [ProviderUserInfo(providerID: "google.com", rawID: "g1")], createdAt: 1, validSince: 1)
+            try await store.apply(AuthChangeSet(mutations: [.saveAccount(taker)]))
+        }
     }
 }

@@ -253,6 +253,46 @@ def test_import_reports_per_user_errors(app):
     assert result.errors[0].index == 1
 
 
+def test_import_refuses_a_provider_user_linked_to_another_account(app):
+    """batchCreate judges each (provider, raw id) as the emulator does: linked to another account, the
+    item fails with its message; the same user again under its own uid is fine."""
+    raw = f"g-{uuid.uuid4().hex[:10]}"
+    link = auth.UserProvider(uid=raw, provider_id="google.com", email=unique_email("g"))
+    first = auth.ImportUserRecord(uid=f"imp-{uuid.uuid4().hex[:8]}", provider_data=[link])
+    assert auth.import_users([first], app=app).success_count == 1
+    other = auth.ImportUserRecord(uid=f"imp-{uuid.uuid4().hex[:8]}", provider_data=[link])
+    result = auth.import_users([other, first], app=app)
+    assert result.success_count == 1 and result.failure_count == 1
+    assert result.errors[0].index == 0 and result.errors[0].reason == "raw id exists in other account in database"
+    with pytest.raises(auth.UserNotFoundError):
+        auth.get_user(other.uid, app=app)
+    assert [p.uid for p in auth.get_user(first.uid, app=app).provider_data] == [raw]
+
+
+def test_an_oob_code_is_used_once_under_concurrency(app, rest):
+    """Four clients present one password-reset code at once: exactly one resets the password, the
+    others get INVALID_OOB_CODE (the code is consumed in the same change set as the reset)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    email = unique_email()
+    rest.sign_up(email, "secret123")
+    code = oob_code(auth.generate_password_reset_link(email, app=app))
+
+    def reset(i):
+        r = AuthRest(rest.srv).v1("resetPassword", {"oobCode": code, "newPassword": f"changed-{i}"})
+        return i, r
+
+    # Four, not more: each request hashes its new password (scrypt) before the reset is applied.
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(reset, range(4)))
+    won = [i for i, r in results if r.status_code == 200]
+    assert len(won) == 1, [(r.status_code, r.text) for _, r in results]
+    for i, r in results:
+        if i not in won:
+            expect_error(r, "INVALID_OOB_CODE")
+    assert sign_in_works(rest, email, f"changed-{won[0]}")
+
+
 def test_session_cookies(app, rest):
     signed = rest.sign_up(unique_email(), "secret123")
     cookie = auth.create_session_cookie(signed["idToken"], expires_in=datetime.timedelta(hours=2), app=app)

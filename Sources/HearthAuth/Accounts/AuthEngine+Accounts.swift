@@ -106,16 +106,15 @@ extension AuthEngine {
 
     // MARK: Lookup
 
-    public func account(uid: String) async throws -> Account? { try await store.read { r in try r.account(uid: uid) } }
+    public func account(uid: String) async throws -> Account? { try await store.account(uid: uid) }
 
     public func account(email: String) async throws -> Account? {
-        let e = try Self.normalizeEmail(email)
-        return try await store.read { r in try r.account(email: e) }
+        try await store.account(email: try Self.normalizeEmail(email))
     }
 
     /// The account linked to an identity provider's user (`federatedUserId` lookups).
     public func account(provider: String, rawID: String) async throws -> Account? {
-        try await store.read { r in try r.account(provider: provider, rawID: rawID) }
+        try await store.account(provider: provider, rawID: rawID)
     }
 
     /// `accounts:lookup` for admins: every account matching any uid, email or phone number, each
@@ -123,16 +122,13 @@ extension AuthEngine {
     public func lookup(uids: [String] = [], emails: [String] = [], phoneNumbers: [String] = []) async throws -> [Account] {
         let normalized = try emails.map { e throws(HearthError) in try Self.normalizeEmail(e) }
         let numbers = try phoneNumbers.map { n throws(HearthError) in try Self.checkPhoneNumber(n) }
-        return try await store.read { r in
-            var out: [Account] = []
-            let byUID = try uids.compactMap { try r.account(uid: $0) }
-            let byEmail = try normalized.compactMap { try r.account(email: $0) }
-            for a in try byUID + byEmail + numbers.compactMap({ try r.account(phoneNumber: $0) })
-            where !out.contains(where: { $0.uid == a.uid }) {
-                out.append(a)
-            }
-            return out
-        }
+        var found: [Account] = []
+        for uid in uids { if let a = try await store.account(uid: uid) { found.append(a) } }
+        for email in normalized { if let a = try await store.account(email: email) { found.append(a) } }
+        for number in numbers { if let a = try await store.account(phoneNumber: number) { found.append(a) } }
+        var out: [Account] = []
+        for a in found where !out.contains(where: { $0.uid == a.uid }) { out.append(a) }
+        return out
     }
 
     /// `accounts:batchGet`: accounts ordered by uid, `maxResults` ≤ 1,000, with an opaque next-page token.
@@ -145,7 +141,7 @@ extension AuthEngine {
             }
             after = uid
         }
-        let page = try await store.read { [after] r in try r.accounts(after: after, limit: maxResults + 1) }
+        let page = try await store.accounts(after: after, limit: maxResults + 1)
         let accounts = Array(page.prefix(maxResults))
         let next = page.count > maxResults ? accounts.last.map { Base64.urlEncode(Array($0.uid.utf8)) } : nil
         return (accounts, next)
@@ -169,14 +165,23 @@ extension AuthEngine {
     /// Admin create (`POST projects/{p}/accounts`): DUPLICATE_LOCAL_ID / EMAIL_EXISTS on conflicts.
     public func createAccount(_ new: NewAccount) async throws -> Account {
         let account = try makeAccount(new, now: clock.millis())
-        return try await store.write { w in
-            guard try w.account(uid: account.uid) == nil else { throw AuthErrorCode.duplicateLocalID.error() }
-            if let e = account.email, try w.account(email: e) != nil { throw AuthErrorCode.emailExists.error() }
-            if let p = account.phoneNumber, try w.account(phoneNumber: p) != nil { throw AuthErrorCode.phoneNumberExists.error() }
-            try w.save(account)
-            return account
+        return try await commit {
+            guard try await self.store.account(uid: account.uid) == nil else { throw AuthErrorCode.duplicateLocalID.error() }
+            if let e = account.email, try await self.store.account(email: e) != nil { throw AuthErrorCode.emailExists.error() }
+            if let p = account.phoneNumber, try await self.store.account(phoneNumber: p) != nil {
+                throw AuthErrorCode.phoneNumberExists.error()
+            }
+            for link in account.providers {
+                if try await self.store.account(provider: link.providerID, rawID: link.rawID) != nil {
+                    throw AuthErrorCode.federatedUserIDAlreadyLinked.error()
+                }
+            }
+            return (AuthChangeSet(expectations: [.account(uid: account.uid, equals: nil)], mutations: [.saveAccount(account)]), account)
         }
     }
+
+    /// The message of a batchCreate item whose provider user is linked to another account (the emulator's).
+    static let rawIDExistsMessage = "raw id exists in other account in database"
 
     /// `accounts:batchCreate` (≤ 1,000): accounts with an existing uid are overwritten, as Firebase's
     /// import does; an email used by another account fails that item only. Returns per-item errors.
@@ -197,20 +202,41 @@ extension AuthEngine {
             }
         }
         let toSave = valid
-        let conflicts = try await store.write { w in
+        let conflicts = try await commit {
+            // Items are judged in order against the store as the earlier items leave it.
+            var saved: [String: Account] = [:]
+            func owner(_ stored: Account?, _ matches: (Account) -> Bool) -> String? {
+                if let earlier = saved.values.first(where: matches) { return earlier.uid }
+                guard let stored, saved[stored.uid] == nil else { return nil }
+                return stored.uid
+            }
             var conflicts: [BatchItemError] = []
+            var mutations: [AuthMutation] = []
             for (i, a) in toSave {
-                if let e = a.email, let other = try w.account(email: e), other.uid != a.uid {
+                if let e = a.email, let other = owner(try await self.store.account(email: e), { $0.email == e }), other != a.uid {
                     conflicts.append(BatchItemError(index: i, uid: a.uid, message: AuthErrorCode.emailExists.rawValue))
                     continue
                 }
-                if let p = a.phoneNumber, let other = try w.account(phoneNumber: p), other.uid != a.uid {
+                if let p = a.phoneNumber, let other = owner(try await self.store.account(phoneNumber: p), { $0.phoneNumber == p }),
+                    other != a.uid
+                {
                     conflicts.append(BatchItemError(index: i, uid: a.uid, message: AuthErrorCode.phoneNumberExists.rawValue))
                     continue
                 }
-                try w.save(a)
+                var linkedElsewhere = false
+                for link in a.providers {
+                    let stored = try await self.store.account(provider: link.providerID, rawID: link.rawID)
+                    let holds = { (x: Account) in x.providers.contains { $0.providerID == link.providerID && $0.rawID == link.rawID } }
+                    if let other = owner(stored, holds), other != a.uid { linkedElsewhere = true }
+                }
+                if linkedElsewhere {
+                    conflicts.append(BatchItemError(index: i, uid: a.uid, message: Self.rawIDExistsMessage))
+                    continue
+                }
+                saved[a.uid] = a
+                mutations.append(.saveAccount(a))
             }
-            return conflicts
+            return (AuthChangeSet(mutations: mutations), conflicts)
         }
         return (errors + conflicts).sorted { $0.index < $1.index }
     }
@@ -236,8 +262,12 @@ extension AuthEngine {
         let provider = current.isAnonymous && update.password != nil && update.email != nil ? "password" : (v.signInProvider ?? "password")
         let (account, revoked) = try await applyUpdate(uid: v.uid, update, expectedValidSince: current.validSince)
         guard revoked else { return (account, nil) }
-        let session = try await store.write { w in try self.startSession(account, provider: provider, isNewUser: false, in: w) }
-        return (account, session)
+        let planned = try await commit {
+            let current = try await self.store.account(uid: account.uid)
+            return self.planSession(
+                current ?? account, provider: provider, isNewUser: false, expecting: [.account(uid: account.uid, equals: current)])
+        }
+        return (account, try finish(planned))
     }
 
     /// Links an anonymous user to email and password, keeping its uid (`accounts:signUp` or `update` with `idToken`).
@@ -254,11 +284,12 @@ extension AuthEngine {
         if let p = u.photoURL, p.utf8.count > 2048 { throw AuthErrorCode.invalidPhotoURL.error() }
         let phone = try u.phoneNumber.map { p throws(HearthError) in try Self.checkPhoneNumber(p) }
         let now = clock.millis()
-        return try await store.write { w in
-            guard var a = try w.account(uid: uid) else { throw AuthErrorCode.userNotFound.error() }
+        return try await commit {
+            guard var a = try await self.store.account(uid: uid) else { throw AuthErrorCode.userNotFound.error() }
+            let read = a
             var revoke = false
             if let email, email != a.email {
-                if try w.account(email: email) != nil { throw AuthErrorCode.emailExists.error() }
+                if try await self.store.account(email: email) != nil { throw AuthErrorCode.emailExists.error() }
                 a.email = email
                 a.emailVerified = false
                 revoke = true
@@ -282,7 +313,7 @@ extension AuthEngine {
             if u.deleteProviders.contains("password") { a.passwordHash = nil }
             if u.deleteProviders.contains("phone") { a.phoneNumber = nil }
             if let phone, phone != a.phoneNumber {
-                if try w.account(phoneNumber: phone) != nil { throw AuthErrorCode.phoneNumberExists.error() }
+                if try await self.store.account(phoneNumber: phone) != nil { throw AuthErrorCode.phoneNumberExists.error() }
                 a.phoneNumber = phone
             }
             if let claims { a.customClaims = claims }
@@ -290,9 +321,8 @@ extension AuthEngine {
             if let v = u.emailVerified { a.emailVerified = v }
             if let v = u.validSince { a.validSince = v; revoke = true }
             if revoke && u.validSince == nil { a.validSince = now / 1000 }
-            if revoke { try w.deleteRefreshTokens(uid: uid) }
-            try w.save(a)
-            return (a, revoke)
+            let mutations: [AuthMutation] = (revoke ? [.deleteRefreshTokens(uid: uid)] : []) + [.saveAccount(a)]
+            return (AuthChangeSet(expectations: [.account(uid: uid, equals: read)], mutations: mutations), (a, revoke))
         }
     }
 
@@ -300,9 +330,9 @@ extension AuthEngine {
 
     /// `accounts:delete` by an admin.
     public func deleteAccount(uid: String) async throws {
-        try await store.write { w in
-            guard try w.account(uid: uid) != nil else { throw AuthErrorCode.userNotFound.error() }
-            try w.deleteAccount(uid: uid)
+        try await commit {
+            guard let a = try await self.store.account(uid: uid) else { throw AuthErrorCode.userNotFound.error() }
+            return (AuthChangeSet(expectations: [.account(uid: uid, equals: a)], mutations: [.deleteAccount(uid: uid)]), ())
         }
         accountDeletions.publish([uid])
     }
@@ -318,19 +348,21 @@ extension AuthEngine {
     /// `accounts:batchDelete` (≤ 1,000): missing uids are skipped; enabled accounts fail unless `force`.
     public func deleteAccounts(uids: [String], force: Bool) async throws -> [BatchItemError] {
         guard uids.count <= 1000 else { throw HearthError.invalidArgument("Too many localIds: at most 1000 per call.") }
-        let (errors, deleted) = try await store.write { w in
+        let (errors, deleted) = try await commit {
             var errors: [BatchItemError] = []
             var deleted: [String] = []
-            for (i, uid) in uids.enumerated() {
-                guard let a = try w.account(uid: uid) else { continue }
+            var changes = AuthChangeSet()
+            for (i, uid) in uids.enumerated() where !deleted.contains(uid) {
+                guard let a = try await self.store.account(uid: uid) else { continue }
                 if !force && !a.disabled {
                     errors.append(BatchItemError(index: i, uid: uid, message: "NOT_DISABLED : Disable the account before batch deletion."))
                     continue
                 }
-                try w.deleteAccount(uid: uid)
+                changes.expectations.append(.account(uid: uid, equals: a))
+                changes.mutations.append(.deleteAccount(uid: uid))
                 deleted.append(uid)
             }
-            return (errors, deleted)
+            return (changes, (errors, deleted))
         }
         accountDeletions.publish(deleted)
         return errors
@@ -338,6 +370,6 @@ extension AuthEngine {
 
     /// Emulator: `DELETE /emulator/v1/projects/{p}/accounts`.
     public func deleteAllAccounts() async throws {
-        try await store.write { w in try w.deleteAllAccounts() }
+        try await store.apply(AuthChangeSet(mutations: [.deleteAllAccounts]))
     }
 }

@@ -22,7 +22,7 @@ extension AuthEngine {
     /// The account with this phone number, if any (admin lookups).
     public func account(phoneNumber: String) async throws -> Account? {
         let number = try Self.checkPhoneNumber(phoneNumber)
-        return try await store.read { r in try r.account(phoneNumber: number) }
+        return try await store.account(phoneNumber: number)
     }
 
     /// `accounts:sendVerificationCode`: stores a six-digit code for `phoneNumber` and returns it
@@ -42,15 +42,12 @@ extension AuthEngine {
             sessionInfo: Self.randomString(64, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
             phoneNumber: number, code: String(format: "%06d", Int.random(in: 0..<1_000_000, using: &rng)), createdAt: now,
             expiresAt: now + Self.phoneCodeLifetimeMillis)
-        return try await store.write { w in
-            try w.deletePhoneCodes(expiringBefore: now)
-            try w.insertPhoneCode(code)
-            return code
-        }
+        try await store.apply(AuthChangeSet(mutations: [.deletePhoneCodes(expiringBefore: now), .insertPhoneCode(code)]))
+        return code
     }
 
     /// Emulator: `GET /emulator/v1/projects/{p}/verificationCodes`.
-    public func phoneCodes() async throws -> [PhoneVerificationCode] { try await store.read { r in try r.phoneCodes() } }
+    public func phoneCodes() async throws -> [PhoneVerificationCode] { try await store.phoneCodes() }
 
     /// `accounts:signInWithPhoneNumber` with `sessionInfo` and `code`: signs in the account with
     /// this number, creating it on first use; with `idToken`, adds the number to that account
@@ -67,41 +64,49 @@ extension AuthEngine {
             throw AuthErrorCode.invalidSessionInfo.error()
         }
         let target = linkUID
-        let outcome: Result<Session, HearthError> = try await store.write { w in
-            guard let stored = try w.phoneCode(sessionInfo: sessionInfo) else { return .failure(AuthErrorCode.invalidSessionInfo.error()) }
-            guard stored.expiresAt > now else {
-                try w.deletePhoneCode(sessionInfo: sessionInfo)
-                return .failure(AuthErrorCode.sessionExpired.error())
+        // The session is consumed by the change set that signs in (it expects the session and
+        // deletes it): of concurrent sign-ins with one session, exactly one wins; the others'
+        // next plan finds no session (INVALID_SESSION_INFO).
+        let outcome: Result<PlannedSession, HearthError> = try await commit {
+            guard let stored = try await self.store.phoneCode(sessionInfo: sessionInfo) else {
+                return (AuthChangeSet(), .failure(AuthErrorCode.invalidSessionInfo.error()))
             }
+            let consume = AuthChangeSet(expectations: [.phoneCode(sessionInfo: sessionInfo)], mutations: [.deletePhoneCode(sessionInfo: sessionInfo)])
+            guard stored.expiresAt > now else { return (consume, .failure(AuthErrorCode.sessionExpired.error())) }
             guard PasswordHash.constantTimeEqual(Array(stored.code.utf8), Array(code.utf8)) else {
-                return .failure(AuthErrorCode.invalidCode.error())
+                return (AuthChangeSet(), .failure(AuthErrorCode.invalidCode.error()))
             }
-            try w.deletePhoneCode(sessionInfo: sessionInfo)
-            let owner = try w.account(phoneNumber: stored.phoneNumber)
+            let owner = try await self.store.account(phoneNumber: stored.phoneNumber)
             if let target {
-                guard var account = try w.account(uid: target) else { throw AuthErrorCode.userNotFound.error() }
+                guard var account = try await self.store.account(uid: target) else { throw AuthErrorCode.userNotFound.error() }
                 if let owner, owner.uid != target { throw AuthErrorCode.phoneNumberExists.error() }
                 guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
+                let read = account
                 account.phoneNumber = stored.phoneNumber
                 account.lastLoginAt = now
-                try w.save(account)
-                return .success(try self.startSession(account, provider: "phone", isNewUser: false, in: w))
+                let (changes, planned) = self.planSession(
+                    account, provider: "phone", isNewUser: false, expecting: consume.expectations + [.account(uid: target, equals: read)],
+                    also: consume.mutations)
+                return (changes, .success(planned))
             }
             if var account = owner {
                 guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
                 account.lastLoginAt = now
-                try w.save(account)
-                return .success(try self.startSession(account, provider: "phone", isNewUser: false, in: w))
+                let (changes, planned) = self.planSession(
+                    account, provider: "phone", isNewUser: false, expecting: consume.expectations + [.account(uid: account.uid, equals: owner)],
+                    also: consume.mutations)
+                return (changes, .success(planned))
             }
-            let account = Account(
-                uid: Self.newUID(), createdAt: now, lastLoginAt: now, validSince: now / 1000, phoneNumber: stored.phoneNumber)
-            try w.save(account)
-            return .success(try self.startSession(account, provider: "phone", isNewUser: true, in: w))
+            let account = Account(uid: Self.newUID(), createdAt: now, lastLoginAt: now, validSince: now / 1000, phoneNumber: stored.phoneNumber)
+            let (changes, planned) = self.planSession(
+                account, provider: "phone", isNewUser: true, expecting: consume.expectations + [.account(uid: account.uid, equals: nil)],
+                also: consume.mutations)
+            return (changes, .success(planned))
         }
         switch outcome {
-        case .success(let session):
+        case .success(let planned):
             accountFailures.reset(attemptKey)
-            return session
+            return try finish(planned)
         case .failure(let error):
             if error.authErrorCode == .invalidCode { accountFailures.record(attemptKey, now: now) }
             throw error

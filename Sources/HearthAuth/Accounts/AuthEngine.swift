@@ -78,17 +78,18 @@ public final class AuthEngine: Sendable {
     /// Turns email enumeration protection on or off and keeps the choice in the store, so it
     /// outlives a restart and goes into exports (`auth_export/config.json`).
     public func saveEmailEnumerationProtection(_ on: Bool) async throws {
-        try await store.write { w in
-            var settings = try w.projectSettings()
+        try await commit {
+            let current = try await self.store.projectSettings()
+            var settings = current
             settings.emailEnumerationProtection = on
-            try w.saveProjectSettings(settings)
+            return (AuthChangeSet(expectations: [.projectSettings(equals: current)], mutations: [.saveProjectSettings(settings)]), ())
         }
         setEmailEnumerationProtection(on)
     }
 
     /// Applies the project settings the store keeps over the configuration's (at open).
     public func applyStoredSettings() async throws {
-        let settings = try await store.read { try $0.projectSettings() }
+        let settings = try await store.projectSettings()
         if let on = settings.emailEnumerationProtection { setEmailEnumerationProtection(on) }
     }
 
@@ -125,24 +126,85 @@ public final class AuthEngine: Sendable {
     /// A new uid as Firebase makes them (28 alphanumerics).
     public static func newUID() -> String { randomString(28) }
 
+    // MARK: Plan → apply
+
+    /// How many times a change set is planned again after a conflict before the request fails.
+    /// Each conflict means another change set touching the same records committed in between.
+    static let maxPlanAttempts = 16
+
+    /// Plans a change set from fresh reads (`plan`), has the store apply it, and plans again
+    /// when the store reports a conflict (what the plan rested on changed in between): the
+    /// next plan reads the new state, where Firebase's own error (EMAIL_EXISTS,
+    /// INVALID_OOB_CODE, …) comes out if there is one. An empty change set applies nothing.
+    func commit<T>(_ plan: () async throws -> (AuthChangeSet, T)) async throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let (changes, result) = try await plan()
+            if changes.isEmpty { return result }
+            do {
+                try await store.apply(changes)
+                return result
+            } catch let conflict as AuthStoreConflict {
+                guard attempt < Self.maxPlanAttempts else { throw Self.unresolved(conflict) }
+            }
+        }
+    }
+
+    /// The answer for a conflict that planning again did not resolve.
+    static func unresolved(_ conflict: AuthStoreConflict) -> HearthError {
+        switch conflict {
+        case .emailTaken: AuthErrorCode.emailExists.error()
+        case .phoneNumberTaken: AuthErrorCode.phoneNumberExists.error()
+        case .providerTaken: AuthErrorCode.federatedUserIDAlreadyLinked.error()
+        case .changed: HearthError(.aborted, "The account changed too often while this request was handled; try again.", cause: conflict)
+        }
+    }
+
     // MARK: Sessions
 
-    /// Mints an ID token and a fresh refresh token for `account`, stores the latter's hash and
-    /// records the issue as the account's `lastRefreshAt` (Firebase sets it whenever tokens are
-    /// issued: sign-up, every kind of sign-in, refresh).
-    func startSession(
-        _ issuedTo: Account, provider: String, extraClaims: JSON? = nil, isNewUser: Bool, in w: any AuthStoreWriter
-    ) throws -> Session {
-        var account = try w.account(uid: issuedTo.uid) ?? issuedTo
+    /// A session whose records are planned (the account's `lastRefreshAt`, the refresh
+    /// token's hash); its ID token is minted once they are stored (``finish(_:)``).
+    struct PlannedSession: Sendable {
+        var account: Account
+        var provider: String
+        var extraClaims: JSON?
+        var isNewUser: Bool
+        var refreshToken: String
+        var authTime: Int64
+    }
+
+    /// Plans a session for `account` as it should be stored: records the issue as its
+    /// `lastRefreshAt` (Firebase sets it whenever tokens are issued: sign-up, every kind of
+    /// sign-in, refresh), saves it and stores a fresh refresh token's hash — after the
+    /// `also` mutations, under `expecting`.
+    func planSession(
+        _ issuedTo: Account, provider: String, extraClaims: JSON? = nil, isNewUser: Bool, expecting: [AuthExpectation],
+        also: [AuthMutation] = []
+    ) -> (AuthChangeSet, PlannedSession) {
+        var account = issuedTo
         account.lastRefreshAt = clock.millis()
-        try w.save(account)
         let now = clock.seconds
         let refresh = Self.randomString(64, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-        try w.insertRefreshToken(RefreshTokenRecord(
+        let record = RefreshTokenRecord(
             tokenHash: Self.hashRefreshToken(refresh), uid: account.uid, signInProvider: provider, authTime: now,
-            extraClaims: extraClaims?.serialized(), createdAt: now))
-        let id = try tokens.mintIDToken(for: account, signInProvider: provider, authTime: now, extraClaims: extraClaims)
-        return Session(account: account, idToken: id, refreshToken: refresh, expiresIn: TokenService.idTokenLifetime, isNewUser: isNewUser)
+            extraClaims: extraClaims?.serialized(), createdAt: now)
+        let changes = AuthChangeSet(expectations: expecting, mutations: also + [.saveAccount(account), .insertRefreshToken(record)])
+        return (
+            changes,
+            PlannedSession(
+                account: account, provider: provider, extraClaims: extraClaims, isNewUser: isNewUser, refreshToken: refresh, authTime: now)
+        )
+    }
+
+    /// Mints the ID token of a session whose records are stored. Signing (an RSA private-key
+    /// operation) happens outside any store transaction.
+    func finish(_ planned: PlannedSession) throws -> Session {
+        let id = try tokens.mintIDToken(
+            for: planned.account, signInProvider: planned.provider, authTime: planned.authTime, extraClaims: planned.extraClaims)
+        return Session(
+            account: planned.account, idToken: id, refreshToken: planned.refreshToken, expiresIn: TokenService.idTokenLifetime,
+            isNewUser: planned.isNewUser)
     }
 
     static func hashRefreshToken(_ token: String) -> String { sha256Hex(token) }
@@ -166,11 +228,12 @@ public final class AuthEngine: Sendable {
         if email == nil && password == nil {
             guard configuration.allowAnonymousSignUp else { throw AuthErrorCode.adminOnlyOperation.error() }
             let now = clock.millis()
-            let account = Account(uid: Self.newUID(), displayName: displayName, photoURL: photoURL, createdAt: now, lastLoginAt: now, validSince: now / 1000)
-            return try await store.write { w in
-                try w.save(account)
-                return try self.startSession(account, provider: "anonymous", isNewUser: true, in: w)
+            let planned = try await commit {
+                let account = Account(
+                    uid: Self.newUID(), displayName: displayName, photoURL: photoURL, createdAt: now, lastLoginAt: now, validSince: now / 1000)
+                return self.planSession(account, provider: "anonymous", isNewUser: true, expecting: [.account(uid: account.uid, equals: nil)])
             }
+            return try finish(planned)
         }
         guard let email, !email.isEmpty else { throw AuthErrorCode.missingEmail.error() }
         let normalized = try Self.normalizeEmail(email)
@@ -181,16 +244,19 @@ public final class AuthEngine: Sendable {
         let account = Account(
             uid: Self.newUID(), email: normalized, passwordHash: hash, passwordUpdatedAt: now, displayName: displayName,
             photoURL: photoURL, createdAt: now, lastLoginAt: now, validSince: now / 1000)
-        let session: Session? = try await store.write { w in
-            guard try w.account(email: normalized) == nil else { return nil }
-            try w.save(account)
-            return try self.startSession(account, provider: "password", isNewUser: true, in: w)
+        // A concurrent sign-up of the same email makes the store refuse the save (emailTaken):
+        // the next plan sees that account.
+        let planned: PlannedSession? = try await commit {
+            guard try await self.store.account(email: normalized) == nil else { return (AuthChangeSet(), nil) }
+            let (changes, session) = self.planSession(
+                account, provider: "password", isNewUser: true, expecting: [.account(uid: account.uid, equals: nil)])
+            return (changes, session)
         }
-        guard let session else {
+        guard let planned else {
             if clientAddress != nil { accountFailures.record(signUpKey, now: now) }
             throw AuthErrorCode.emailExists.error()
         }
-        return session
+        return try finish(planned)
     }
 
     /// `accounts:signInWithPassword`. `clientAddress` feeds the per-address attempt limit.
@@ -205,7 +271,7 @@ public final class AuthEngine: Sendable {
         }
         guard !accountFailures.isBlocked(accountKey, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
         let protect = emailEnumerationProtection
-        guard let account = try await store.read({ r in try r.account(email: normalized) }), let hash = account.passwordHash else {
+        guard let account = try await store.account(email: normalized), let hash = account.passwordHash else {
             accountFailures.record(accountKey, now: now)
             throw (protect ? AuthErrorCode.invalidLoginCredentials : .emailNotFound).error()
         }
@@ -217,35 +283,38 @@ public final class AuthEngine: Sendable {
         accountFailures.reset(accountKey)
         // Imported or outdated hashes are replaced by the native scheme now that the password is known.
         let upgraded = hash.isNative(configuration.passwordHashing) ? nil : try configuration.passwordHashing.hash(password)
-        return try await store.write { w in
-            guard var current = try w.account(uid: account.uid), current.passwordHash == hash else {
+        let planned = try await commit {
+            guard var current = try await self.store.account(uid: account.uid), current.passwordHash == hash else {
                 throw AuthErrorCode.invalidPassword.error()
             }
+            guard !current.disabled else { throw AuthErrorCode.userDisabled.error() }
+            let read = current
             if let upgraded { current.passwordHash = upgraded }
             current.lastLoginAt = now
-            try w.save(current)
-            return try self.startSession(current, provider: "password", isNewUser: false, in: w)
+            return self.planSession(current, provider: "password", isNewUser: false, expecting: [.account(uid: read.uid, equals: read)])
         }
+        return try finish(planned)
     }
 
     /// `accounts:signInWithCustomToken`: creates the user on first use.
     public func signInWithCustomToken(_ token: String) async throws -> Session {
         let verified = try tokens.verifyCustomToken(token)
         let now = clock.millis()
-        return try await store.write { w in
-            var isNew = false
+        let planned = try await commit {
+            let existing = try await self.store.account(uid: verified.uid)
             var account: Account
-            if let existing = try w.account(uid: verified.uid) {
+            if let existing {
                 account = existing
                 guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
             } else {
-                isNew = true
                 account = Account(uid: verified.uid, createdAt: now, validSince: now / 1000)
             }
             account.lastLoginAt = now
-            try w.save(account)
-            return try self.startSession(account, provider: "custom", extraClaims: verified.claims, isNewUser: isNew, in: w)
+            return self.planSession(
+                account, provider: "custom", extraClaims: verified.claims, isNewUser: existing == nil,
+                expecting: [.account(uid: verified.uid, equals: existing)])
         }
+        return try finish(planned)
     }
 
     /// `securetoken v1/token` with `grant_type=refresh_token`: a new ID token; the refresh token stays valid.
@@ -253,18 +322,22 @@ public final class AuthEngine: Sendable {
         guard !refreshToken.isEmpty else { throw AuthErrorCode.missingRefreshToken.error() }
         let hash = Self.hashRefreshToken(refreshToken)
         let now = clock.millis()
-        let (account, record) = try await store.write { w in
-            guard let record = try w.refreshToken(hash: hash) else { throw AuthErrorCode.invalidRefreshToken.error() }
-            guard var account = try w.account(uid: record.uid) else { throw AuthErrorCode.userNotFound.error() }
+        let (account, record) = try await commit {
+            guard let record = try await self.store.refreshToken(hash: hash) else { throw AuthErrorCode.invalidRefreshToken.error() }
+            guard var account = try await self.store.account(uid: record.uid) else { throw AuthErrorCode.userNotFound.error() }
             guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
             guard record.createdAt >= account.validSince else { throw AuthErrorCode.tokenExpired.error() }
+            let read = account
             account.lastRefreshAt = now
-            try w.save(account)
-            return (account, record)
+            // A revocation (or deletion, or disabling) committed after these reads fails the
+            // expectations: the next plan sees it.
+            let changes = AuthChangeSet(
+                expectations: [.refreshToken(hash: hash), .account(uid: read.uid, equals: read)], mutations: [.saveAccount(account)])
+            return (changes, (account, record))
         }
-        // Signing (an RSA private-key operation) happens outside the write transaction, so
+        // Signing (an RSA private-key operation) happens outside the store's transaction, so
         // refreshes sign on every core instead of one at a time under the writer's lock. A
-        // revocation committed after the check above is ordered after this refresh.
+        // revocation committed after the apply above is ordered after this refresh.
         let extra = try record.extraClaims.map { try JSON.parse($0) }
         let id = try tokens.mintIDToken(for: account, signInProvider: record.signInProvider, authTime: record.authTime, extraClaims: extra)
         return Session(account: account, idToken: id, refreshToken: refreshToken, expiresIn: TokenService.idTokenLifetime, isNewUser: false)
@@ -280,7 +353,7 @@ public final class AuthEngine: Sendable {
 
     /// The account a verified token names, checked for deletion, disabling and revocation.
     func account(for v: VerifiedIDToken) async throws -> Account {
-        guard let account = try await store.read({ r in try r.account(uid: v.uid) }) else { throw AuthErrorCode.userNotFound.error() }
+        guard let account = try await store.account(uid: v.uid) else { throw AuthErrorCode.userNotFound.error() }
         guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
         guard v.issuedAt >= account.validSince else { throw AuthErrorCode.tokenExpired.error() }
         return account
@@ -294,11 +367,13 @@ public final class AuthEngine: Sendable {
     /// Revokes every refresh token and ID token issued before now (`validSince` = now).
     public func revokeTokens(uid: String) async throws {
         let now = clock.seconds
-        try await store.write { w in
-            guard var a = try w.account(uid: uid) else { throw AuthErrorCode.userNotFound.error() }
+        try await commit {
+            guard var a = try await self.store.account(uid: uid) else { throw AuthErrorCode.userNotFound.error() }
+            let read = a
             a.validSince = now
-            try w.save(a)
-            try w.deleteRefreshTokens(uid: uid)
+            return (
+                AuthChangeSet(expectations: [.account(uid: uid, equals: read)], mutations: [.saveAccount(a), .deleteRefreshTokens(uid: uid)]), ()
+            )
         }
     }
 }

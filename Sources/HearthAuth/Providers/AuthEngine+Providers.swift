@@ -13,28 +13,41 @@ extension AuthEngine {
         let now = clock.millis()
         let info = ProviderUserInfo(
             providerID: identity.providerID, rawID: identity.rawID, email: email, displayName: identity.displayName, photoURL: identity.photoURL)
-        return try await store.write { w in
-            if var linked = try w.account(provider: identity.providerID, rawID: identity.rawID) {
+        // Two first sign-ins of one provider user race to create its account: the store refuses
+        // the second link (providerTaken), whose next plan signs in the account the first made.
+        let (planned, needConfirmation): (PlannedSession?, Bool) = try await commit {
+            if var linked = try await self.store.account(provider: identity.providerID, rawID: identity.rawID) {
                 if let linkUID, linkUID != linked.uid { throw AuthErrorCode.federatedUserIDAlreadyLinked.error() }
                 guard !linked.disabled else { throw AuthErrorCode.userDisabled.error() }
+                let read = linked
                 linked.lastLoginAt = now
-                try w.save(linked)
-                return (try self.startSession(linked, provider: identity.providerID, isNewUser: false, in: w), false)
+                let (changes, planned) = self.planSession(
+                    linked, provider: identity.providerID, isNewUser: false, expecting: [.account(uid: read.uid, equals: read)])
+                return (changes, (planned, false))
             }
             if let linkUID {
-                guard var a = try w.account(uid: linkUID) else { throw AuthErrorCode.userNotFound.error() }
+                guard var a = try await self.store.account(uid: linkUID) else { throw AuthErrorCode.userNotFound.error() }
+                let read = a
                 a.providers.append(info)
-                if a.email == nil, let email, try w.account(email: email) == nil {
+                if a.email == nil, let email, try await self.store.account(email: email) == nil {
                     a.email = email
                     a.emailVerified = identity.emailVerified
                 }
                 a.lastLoginAt = now
-                try w.save(a)
-                return (try self.startSession(a, provider: identity.providerID, isNewUser: false, in: w), false)
+                let (changes, planned) = self.planSession(
+                    a, provider: identity.providerID, isNewUser: false, expecting: [.account(uid: read.uid, equals: read)])
+                return (changes, (planned, false))
             }
-            if let email, let existing = try w.account(email: email) {
+            if let email, let existing = try await self.store.account(email: email) {
                 // A verified email from the provider may take over an unverified password account; otherwise ask.
-                guard identity.emailVerified && !existing.emailVerified && existing.providers.isEmpty else { return (nil, true) }
+                guard identity.emailVerified && !existing.emailVerified && existing.providers.isEmpty else {
+                    // No writes, but an answer from two reads: the store confirms both still hold.
+                    let checked = AuthChangeSet(expectations: [
+                        .providerLink(providerID: identity.providerID, rawID: identity.rawID, uid: nil),
+                        .account(uid: existing.uid, equals: existing),
+                    ])
+                    return (checked, (nil, true))
+                }
                 var a = existing
                 a.providers.append(info)
                 a.passwordHash = nil
@@ -42,15 +55,18 @@ extension AuthEngine {
                 a.emailVerified = true
                 a.validSince = now / 1000
                 a.lastLoginAt = now
-                try w.deleteRefreshTokens(uid: a.uid)
-                try w.save(a)
-                return (try self.startSession(a, provider: identity.providerID, isNewUser: false, in: w), false)
+                let (changes, planned) = self.planSession(
+                    a, provider: identity.providerID, isNewUser: false, expecting: [.account(uid: existing.uid, equals: existing)],
+                    also: [.deleteRefreshTokens(uid: a.uid)])
+                return (changes, (planned, false))
             }
             let a = Account(
                 uid: Self.newUID(), email: email, emailVerified: email != nil && identity.emailVerified, displayName: identity.displayName,
                 photoURL: identity.photoURL, providers: [info], createdAt: now, lastLoginAt: now, validSince: now / 1000)
-            try w.save(a)
-            return (try self.startSession(a, provider: identity.providerID, isNewUser: true, in: w), false)
+            let (changes, planned) = self.planSession(
+                a, provider: identity.providerID, isNewUser: true, expecting: [.account(uid: a.uid, equals: nil)])
+            return (changes, (planned, false))
         }
+        return (try planned.map { try finish($0) }, needConfirmation)
     }
 }

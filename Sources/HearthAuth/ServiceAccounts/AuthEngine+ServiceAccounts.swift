@@ -54,11 +54,11 @@ extension AuthEngine {
         let record = ServiceAccountRecord(
             clientEmail: email, clientID: clientID, keyID: KeyRing.keyID(key.publicKey), publicKeyPEM: key.publicKey.pemRepresentation,
             createdAt: clock.millis())
-        try await store.write { w in
-            guard try w.serviceAccount(clientEmail: email) == nil else {
+        try await commit {
+            guard try await self.store.serviceAccount(clientEmail: email) == nil else {
                 throw HearthError(.alreadyExists, "Service account \(email) already exists.")
             }
-            try w.saveServiceAccount(record)
+            return (AuthChangeSet(expectations: [.serviceAccount(clientEmail: email, exists: false)], mutations: [.saveServiceAccount(record)]), ())
         }
         let encodedEmail = email.replacingOccurrences(of: "@", with: "%40")
         let file = JSON.object([
@@ -79,7 +79,7 @@ extension AuthEngine {
 
     /// Every registered service account as a custom-token signer (for ``TokenService``).
     public func serviceAccountSigners() async throws -> [CustomTokenSigner] {
-        let records = try await store.read { r in try r.serviceAccounts() }
+        let records = try await store.serviceAccounts()
         return records.compactMap { r in
             guard let key = try? _RSA.Signing.PublicKey(pemRepresentation: r.publicKeyPEM) else { return nil }
             return CustomTokenSigner(clientEmail: r.clientEmail, keyID: r.keyID, publicKey: key)
@@ -95,7 +95,7 @@ extension AuthEngine {
         do throws(JWTError) { try jwt.checkHeader(requireKeyID: false) } catch { throw invalid("The assertion must be signed with RS256.") }
         let c = jwt.payload
         guard let iss = c["iss"]?.stringValue else { throw invalid("The assertion has no issuer.") }
-        guard let record = try await store.read({ r in try r.serviceAccount(clientEmail: iss) }),
+        guard let record = try await store.serviceAccount(clientEmail: iss),
             let key = try? _RSA.Signing.PublicKey(pemRepresentation: record.publicKeyPEM)
         else { throw invalid("Invalid JWT Signature.") }
         do throws(JWTError) {
@@ -131,7 +131,7 @@ extension AuthEngine {
         guard c["iss"]?.stringValue == accessTokenIssuer, c["aud"]?.stringValue == tokens.projectID,
             let sub = c["sub"]?.stringValue, let exp = (try? JWTTimes(claims: c, now: clock.seconds, rules: JWTTimeRules(expiryLeeway: 0)))?.expiresAt
         else { return nil }
-        guard try await store.read({ r in try r.serviceAccount(clientEmail: sub) }) != nil else { return nil }
+        guard try await store.serviceAccount(clientEmail: sub) != nil else { return nil }
         return ServicePrincipal(clientEmail: sub, scope: c["scope"]?.stringValue, expiresAt: exp)
     }
 

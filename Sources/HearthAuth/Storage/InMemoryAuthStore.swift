@@ -1,8 +1,9 @@
 import HearthCore
 import Synchronization
 
-/// An `AuthStore` in process memory (tests, `--emulator` without a data dir). Writes are atomic:
-/// a transaction works on a copy that replaces the state only if the body returns.
+/// An `AuthStore` in process memory (tests, `--emulator` without a data dir). A change set is
+/// checked and applied on a copy of the state under one lock; the copy replaces the state only
+/// if every expectation held and every mutation succeeded.
 public final class InMemoryAuthStore: AuthStore {
     struct State: Sendable {
         var accounts: [String: Account] = [:]
@@ -12,78 +13,106 @@ public final class InMemoryAuthStore: AuthStore {
         var phoneCodes: [String: PhoneVerificationCode] = [:]
         var providerConfigs: [String: ProviderConfig] = [:]
         var projectSettings = AuthProjectSettings()
-    }
 
-    final class Transaction: AuthStoreWriter {
-        var state: State
-        init(_ state: State) { self.state = state }
+        func account(email: String) -> Account? { accounts.values.first { $0.email == email } }
+        func account(phoneNumber: String) -> Account? { accounts.values.first { $0.phoneNumber == phoneNumber } }
+        func account(provider: String, rawID: String) -> Account? {
+            accounts.values.first { a in a.providers.contains { $0.providerID == provider && $0.rawID == rawID } }
+        }
 
-        func account(uid: String) throws -> Account? { state.accounts[uid] }
-        func account(email: String) throws -> Account? { state.accounts.values.first { $0.email == email } }
-        func accounts(after uid: String?, limit: Int) throws -> [Account] {
-            Array(state.accounts.values.filter { uid == nil || $0.uid > uid! }.sorted { $0.uid < $1.uid }.prefix(limit))
+        func holds(_ expectation: AuthExpectation) -> Bool {
+            switch expectation {
+            case .account(let uid, let expected): accounts[uid] == expected
+            case .providerLink(let provider, let rawID, let uid): account(provider: provider, rawID: rawID)?.uid == uid
+            case .refreshToken(let hash): refreshTokens[hash] != nil
+            case .oobCode(let code): oobCodes[code] != nil
+            case .phoneCode(let sessionInfo): phoneCodes[sessionInfo] != nil
+            case .serviceAccount(let email, let exists): (serviceAccounts[email] != nil) == exists
+            case .providerConfig(let id, let expected): providerConfigs[id] == expected
+            case .projectSettings(let expected): projectSettings == expected
+            case .noAccounts: accounts.isEmpty
+            }
         }
-        func refreshToken(hash: String) throws -> RefreshTokenRecord? { state.refreshTokens[hash] }
-        func oobCode(_ code: String) throws -> OOBCode? { state.oobCodes[code] }
-        func oobCodes() throws -> [OOBCode] { state.oobCodes.values.sorted { ($0.createdAt, $0.code) < ($1.createdAt, $1.code) } }
 
-        func account(provider: String, rawID: String) throws -> Account? {
-            state.accounts.values.first { a in a.providers.contains { $0.providerID == provider && $0.rawID == rawID } }
+        mutating func apply(_ mutation: AuthMutation) throws(AuthStoreConflict) {
+            switch mutation {
+            case .saveAccount(let a):
+                if let e = a.email, let other = account(email: e), other.uid != a.uid { throw .emailTaken(e) }
+                if let p = a.phoneNumber, let other = account(phoneNumber: p), other.uid != a.uid { throw .phoneNumberTaken(p) }
+                // Each (provider, raw id) newly linked must be linked to no other account.
+                let before = accounts[a.uid]?.providers ?? []
+                for link in a.providers where !before.contains(where: { $0.providerID == link.providerID && $0.rawID == link.rawID }) {
+                    let taken = accounts.values.contains { other in
+                        other.uid != a.uid && other.providers.contains { $0.providerID == link.providerID && $0.rawID == link.rawID }
+                    }
+                    if taken { throw .providerTaken(providerID: link.providerID, rawID: link.rawID) }
+                }
+                accounts[a.uid] = a
+            case .deleteAccount(let uid):
+                accounts[uid] = nil
+                refreshTokens = refreshTokens.filter { $0.value.uid != uid }
+                oobCodes = oobCodes.filter { $0.value.uid != uid }
+            case .deleteAllAccounts:
+                accounts = [:]
+                refreshTokens = [:]
+                oobCodes = [:]
+                phoneCodes = [:]
+            case .insertRefreshToken(let record): refreshTokens[record.tokenHash] = record
+            case .deleteRefreshTokens(let uid): refreshTokens = refreshTokens.filter { $0.value.uid != uid }
+            case .insertOOBCode(let code): oobCodes[code.code] = code
+            case .deleteOOBCode(let code): oobCodes[code] = nil
+            case .deleteOOBCodes(let millis): oobCodes = oobCodes.filter { $0.value.expiresAt >= millis }
+            case .saveServiceAccount(let record): serviceAccounts[record.clientEmail] = record
+            case .insertPhoneCode(let code): phoneCodes[code.sessionInfo] = code
+            case .deletePhoneCode(let sessionInfo): phoneCodes[sessionInfo] = nil
+            case .deletePhoneCodes(let millis): phoneCodes = phoneCodes.filter { $0.value.expiresAt >= millis }
+            case .saveProviderConfig(let config): providerConfigs[config.providerID] = config
+            case .deleteProviderConfig(let id): providerConfigs[id] = nil
+            case .saveProjectSettings(let settings): projectSettings = settings
+            }
         }
-        func serviceAccount(clientEmail: String) throws -> ServiceAccountRecord? { state.serviceAccounts[clientEmail] }
-        func serviceAccounts() throws -> [ServiceAccountRecord] { state.serviceAccounts.values.sorted { $0.clientEmail < $1.clientEmail } }
-        func saveServiceAccount(_ record: ServiceAccountRecord) throws { state.serviceAccounts[record.clientEmail] = record }
-
-        func account(phoneNumber: String) throws -> Account? { state.accounts.values.first { $0.phoneNumber == phoneNumber } }
-        func phoneCode(sessionInfo: String) throws -> PhoneVerificationCode? { state.phoneCodes[sessionInfo] }
-        func phoneCodes() throws -> [PhoneVerificationCode] {
-            state.phoneCodes.values.sorted { ($0.createdAt, $0.sessionInfo) < ($1.createdAt, $1.sessionInfo) }
-        }
-        func providerConfig(id: String) throws -> ProviderConfig? { state.providerConfigs[id] }
-        func providerConfigs() throws -> [ProviderConfig] { state.providerConfigs.values.sorted { $0.providerID < $1.providerID } }
-        func insertPhoneCode(_ code: PhoneVerificationCode) throws { state.phoneCodes[code.sessionInfo] = code }
-        func deletePhoneCode(sessionInfo: String) throws { state.phoneCodes[sessionInfo] = nil }
-        func deletePhoneCodes(expiringBefore millis: Int64) throws { state.phoneCodes = state.phoneCodes.filter { $0.value.expiresAt >= millis } }
-        func saveProviderConfig(_ config: ProviderConfig) throws { state.providerConfigs[config.providerID] = config }
-        func deleteProviderConfig(id: String) throws { state.providerConfigs[id] = nil }
-        func projectSettings() throws -> AuthProjectSettings { state.projectSettings }
-        func saveProjectSettings(_ settings: AuthProjectSettings) throws { state.projectSettings = settings }
-
-        func save(_ account: Account) throws { state.accounts[account.uid] = account }
-        func deleteAccount(uid: String) throws {
-            state.accounts[uid] = nil
-            state.refreshTokens = state.refreshTokens.filter { $0.value.uid != uid }
-            state.oobCodes = state.oobCodes.filter { $0.value.uid != uid }
-        }
-        func deleteAllAccounts() throws {
-            let kept = state.serviceAccounts, configs = state.providerConfigs, settings = state.projectSettings
-            state = State()
-            state.serviceAccounts = kept
-            state.providerConfigs = configs
-            state.projectSettings = settings
-        }
-        func insertRefreshToken(_ record: RefreshTokenRecord) throws { state.refreshTokens[record.tokenHash] = record }
-        func deleteRefreshTokens(uid: String) throws { state.refreshTokens = state.refreshTokens.filter { $0.value.uid != uid } }
-        func insertOOBCode(_ code: OOBCode) throws { state.oobCodes[code.code] = code }
-        func deleteOOBCode(_ code: String) throws { state.oobCodes[code] = nil }
-        func deleteOOBCodes(expiringBefore millis: Int64) throws { state.oobCodes = state.oobCodes.filter { $0.value.expiresAt >= millis } }
     }
 
     let state = Mutex(State())
 
     public init() {}
 
-    public func read<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreReader) throws -> T) async throws -> T {
-        let snapshot = state.withLock { $0 }
-        return try body(Transaction(snapshot))
-    }
+    func snapshot<T: Sendable>(_ body: (State) -> T) -> T { state.withLock { body($0) } }
 
-    public func write<T: Sendable>(_ body: @escaping @Sendable (any AuthStoreWriter) throws -> T) async throws -> T {
-        try state.withLock { s in
-            let txn = Transaction(s)
-            let result = try body(txn)
-            s = txn.state
-            return result
+    public func account(uid: String) async throws -> Account? { snapshot { $0.accounts[uid] } }
+    public func account(email: String) async throws -> Account? { snapshot { $0.account(email: email) } }
+    public func account(phoneNumber: String) async throws -> Account? { snapshot { $0.account(phoneNumber: phoneNumber) } }
+    public func account(provider: String, rawID: String) async throws -> Account? {
+        snapshot { $0.account(provider: provider, rawID: rawID) }
+    }
+    public func accounts(after uid: String?, limit: Int) async throws -> [Account] {
+        snapshot { s in Array(s.accounts.values.filter { uid == nil || $0.uid > uid! }.sorted { $0.uid < $1.uid }.prefix(limit)) }
+    }
+    public func refreshToken(hash: String) async throws -> RefreshTokenRecord? { snapshot { $0.refreshTokens[hash] } }
+    public func oobCode(_ code: String) async throws -> OOBCode? { snapshot { $0.oobCodes[code] } }
+    public func oobCodes() async throws -> [OOBCode] {
+        snapshot { $0.oobCodes.values.sorted { ($0.createdAt, $0.code) < ($1.createdAt, $1.code) } }
+    }
+    public func phoneCode(sessionInfo: String) async throws -> PhoneVerificationCode? { snapshot { $0.phoneCodes[sessionInfo] } }
+    public func phoneCodes() async throws -> [PhoneVerificationCode] {
+        snapshot { $0.phoneCodes.values.sorted { ($0.createdAt, $0.sessionInfo) < ($1.createdAt, $1.sessionInfo) } }
+    }
+    public func serviceAccount(clientEmail: String) async throws -> ServiceAccountRecord? { snapshot { $0.serviceAccounts[clientEmail] } }
+    public func serviceAccounts() async throws -> [ServiceAccountRecord] {
+        snapshot { $0.serviceAccounts.values.sorted { $0.clientEmail < $1.clientEmail } }
+    }
+    public func providerConfig(id: String) async throws -> ProviderConfig? { snapshot { $0.providerConfigs[id] } }
+    public func providerConfigs() async throws -> [ProviderConfig] {
+        snapshot { $0.providerConfigs.values.sorted { $0.providerID < $1.providerID } }
+    }
+    public func projectSettings() async throws -> AuthProjectSettings { snapshot { $0.projectSettings } }
+
+    public func apply(_ changes: AuthChangeSet) async throws {
+        try state.withLock { current throws(AuthStoreConflict) in
+            for expectation in changes.expectations where !current.holds(expectation) { throw .changed(expectation) }
+            var next = current
+            for mutation in changes.mutations { try next.apply(mutation) }
+            current = next
         }
     }
 }

@@ -76,7 +76,7 @@ package struct EmulatorExportRunner {
 
     /// Whether the data directory holds no accounts and no database data.
     package func isEmpty() async throws -> Bool {
-        let accounts = try await openAuthStore().read { try $0.accounts(after: nil, limit: 1).count }
+        let accounts = try await openAuthStore().accounts(after: nil, limit: 1).count
         guard accounts == 0, try await openDatabaseStore().namespaces().isEmpty else { return false }
         // Without opening the store as a server does: an import may replace its file next.
         guard try SQLiteDocumentBulkLoad.firstDatabaseWithDocuments(path: documentStorePath) == nil else { return false }
@@ -114,23 +114,20 @@ package struct EmulatorExportRunner {
 
             // Auth: every account, in uid order, as accounts:batchGet returns them.
             let auth = try openAuthStore()
-            let accounts = try await auth.read { r in
-                var all: [Account] = []
-                var after: String? = nil
-                while true {
-                    let page = try r.accounts(after: after, limit: 1000)
-                    all += page
-                    guard let last = page.last, page.count == 1000 else { break }
-                    after = last.uid
-                }
-                return all
+            var accounts: [Account] = []
+            var after: String? = nil
+            while true {
+                let page = try await auth.accounts(after: after, limit: 1000)
+                accounts += page
+                guard let last = page.last, page.count == 1000 else { break }
+                after = last.uid
             }
             let authDir = staging.appendingPathComponent("auth_export")
             try fm.createDirectory(at: authDir, withIntermediateDirectories: true)
             var body: [(String, JSON)] = [("kind", .string("identitytoolkit#DownloadAccountResponse"))]
             if !accounts.isEmpty { body.append(("users", .array(accounts.map(EmulatorExport.accountJSON)))) }
             try write(JSON.object(body), to: authDir.appendingPathComponent("accounts.json"))
-            let authSettings = try await auth.read { try $0.projectSettings() }
+            let authSettings = try await auth.projectSettings()
             try write(EmulatorExport.authConfigJSON(authSettings), to: authDir.appendingPathComponent("config.json"))
             paths[.auth] = "auth_export"
             summary.accounts = accounts.count
@@ -287,7 +284,7 @@ package struct EmulatorExportRunner {
         // 2. The target must be empty.
         let auth = try openAuthStore()
         let database = try openDatabaseStore()
-        let existingAccounts = try await auth.read { try $0.accounts(after: nil, limit: 1).count }
+        let existingAccounts = try await auth.accounts(after: nil, limit: 1).count
         let existingNamespaces = try await database.namespaces()
         let objectStore = try ObjectStore.open(directory: dataDirectory)
         let existingObjects = try await allObjects(objectStore).objects.count
@@ -318,7 +315,7 @@ package struct EmulatorExportRunner {
         }
 
         let settings = authSettings
-        let previousSettings = try await auth.read { try $0.projectSettings() }
+        let previousSettings = try await auth.projectSettings()
 
         // 4. Firestore's documents: streamed from the export, checked, and loaded into a new
         // store file that replaces the (empty) store's last, once everything else is written.
@@ -361,12 +358,12 @@ package struct EmulatorExportRunner {
         var writtenObjects: [(String, String)] = []
         do {
             let toSave = ready
-            try await auth.write { w in
-                guard try w.accounts(after: nil, limit: 1).isEmpty else {
-                    throw EmulatorExport.Failure("auth accounts appeared while importing; is a server running on this data directory?")
-                }
-                for a in toSave { try w.save(a) }
-                if settings.emailEnumerationProtection != nil { try w.saveProjectSettings(settings) }
+            var changes = AuthChangeSet(expectations: [.noAccounts], mutations: toSave.map { .saveAccount($0) })
+            if settings.emailEnumerationProtection != nil { changes.mutations.append(.saveProjectSettings(settings)) }
+            do {
+                try await auth.apply(changes)
+            } catch AuthStoreConflict.changed(.noAccounts) {
+                throw EmulatorExport.Failure("auth accounts appeared while importing; is a server running on this data directory?")
             }
             summary.accounts = ready.count
             progress("auth: imported \(ready.count) accounts")
@@ -436,10 +433,7 @@ package struct EmulatorExportRunner {
                     }
                 }
             }
-            try? await auth.write { w in
-                try w.deleteAllAccounts()
-                try w.saveProjectSettings(previousSettings)
-            }
+            try? await auth.apply(AuthChangeSet(mutations: [.deleteAllAccounts, .saveProjectSettings(previousSettings)]))
             for ns in written {
                 if let revision = try? await database.subtree(namespace: ns, at: DatabasePath([])).revision {
                     _ = try? await database.apply(DatabaseTreeCommit(
