@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HearthDatabase", targets: ["HearthDatabase"]),
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
+        .library(name: "HearthApp", targets: ["HearthApp"]),
         .library(name: "HearthStorage", targets: ["HearthStorage"]),
         .library(name: "HearthFiles", targets: ["HearthFiles"]),
         .library(name: "HearthAppCheck", targets: ["HearthAppCheck"]),
@@ -110,6 +111,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // The blob reclaimer runs as a Service of the server's ServiceGroup.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -134,11 +137,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Transports only: Firestore v1 REST, Firebase Auth REST, Storage and S3 over Hummingbird.
+        // Transports only: Firestore (REST and gRPC), Auth, Storage, S3, the Realtime Database (REST and WebSocket), the api
+        // and console ports over Hummingbird, with TLS; no store, no SQL (the composition root, HearthApp, hands it the engines).
         .target(
             name: "HearthServer",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthRules", "HearthAuth", "HearthStorage",
+                "HearthCore", "HearthDocuments", "HearthRules", "HearthAuth", "HearthStorage",
                 "HearthDatabase", "HearthFiles", "HearthAppCheck", "HearthTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -155,7 +159,6 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -177,6 +180,17 @@ let package = Package(
                 .embedInCode("Console/Assets/page-auth.js"),
                 .embedInCode("Console/Assets/page-storage.js"),
                 .embedInCode("Console/Assets/page-rules.js"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The composition root: reads the configuration, opens the stores of one storage backend (SQLite today),
+        // builds the engines and hands them to HearthServer; the Emulator Suite export and import of a data directory.
+        .target(
+            name: "HearthApp",
+            dependencies: [
+                "HearthCore", "HearthDocuments", "HearthAuth", "HearthStorage", "HearthDatabase", "HearthAppCheck", "HearthSQLite",
+                "HearthServer",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -254,7 +268,7 @@ let package = Package(
         .executableTarget(
             name: "hearth",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthStorage", "HearthRules", "HearthTesting",
+                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthApp", "HearthStorage", "HearthRules", "HearthTesting",
                 "HearthAuth", "HearthTokenVerifier", "HearthAppCheck", "HearthDatabase",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -307,6 +321,8 @@ let package = Package(
             name: "HearthStorageTests",
             dependencies: [
                 "HearthStorage", "HearthCore", "HearthSQLite", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
@@ -344,7 +360,18 @@ let package = Package(
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthClientTests",
-            dependencies: ["HearthClient", "HearthServer", "HearthCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["HearthClient", "HearthServer", "HearthApp", "HearthCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthAppTests",
+            dependencies: [
+                "HearthApp", "HearthServer", "HearthCore", "HearthAuth", "HearthDocuments", "HearthSQLite", "HearthStorage",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -360,6 +387,7 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -4,6 +4,7 @@ import Foundation
 import GRDB
 import HearthCore
 import HearthDocuments
+import HearthApp
 import HearthServer
 import HearthRules
 import Hummingbird
@@ -128,7 +129,7 @@ struct Bench: AsyncParsableCommand {
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0, "database": 0, "api": 0, "console": 0]
         config.emulator = true
-        let server = try await HearthServer.open(config, logger: logger)
+        let server = try await CompositionRoot.openServer(config, logger: logger)
         let engine = server.engine
         if selected.contains("engine") {
             let db = DatabaseName(project: "demo-hearth", database: "(default)")
