@@ -70,7 +70,9 @@ final class GatedBlobStore: BlobStore {
             try await store.delete("b-1", "a")
             #expect(t.files("blobs").count == 2)
             await group.triggerGracefulShutdown()
-            try await Task.sleep(for: .milliseconds(50))
+            // The deletion still waits at the gate, yet the service stops taking ids.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while store.reclaimer.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
             #expect(store.reclaimer.isRunning == false, "no more ids taken once shutdown starts")
             gated.open()
             try await tasks.next()
