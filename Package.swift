@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "HearthSQLite", targets: ["HearthSQLite"]),
         .library(name: "HearthPostgres", targets: ["HearthPostgres"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
+        .library(name: "HearthApp", targets: ["HearthApp"]),
         .library(name: "HearthStorage", targets: ["HearthStorage"]),
         .library(name: "HearthFiles", targets: ["HearthFiles"]),
         .library(name: "HearthAppCheck", targets: ["HearthAppCheck"]),
@@ -152,6 +153,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // The blob reclaimer runs as a Service of the server's ServiceGroup.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -176,11 +179,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Transports only: Firestore v1 REST, Firebase Auth REST, Storage and S3 over Hummingbird.
+        // Transports only: Firestore (REST and gRPC), Auth, Storage, S3, the Realtime Database (REST and WebSocket), the api
+        // and console ports over Hummingbird, with TLS; no store, no SQL (the composition root, HearthApp, hands it the engines).
         .target(
             name: "HearthServer",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthRules", "HearthAuth", "HearthStorage",
+                "HearthCore", "HearthDocuments", "HearthRules", "HearthAuth", "HearthStorage",
                 "HearthDatabase", "HearthFiles", "HearthAppCheck", "HearthTesting", "HearthJWT",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -197,7 +201,6 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -219,6 +222,17 @@ let package = Package(
                 .embedInCode("Console/Assets/page-auth.js"),
                 .embedInCode("Console/Assets/page-storage.js"),
                 .embedInCode("Console/Assets/page-rules.js"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The composition root: reads the configuration, opens the stores of one storage backend (SQLite today),
+        // builds the engines and hands them to HearthServer; the Emulator Suite export and import of a data directory.
+        .target(
+            name: "HearthApp",
+            dependencies: [
+                "HearthCore", "HearthDocuments", "HearthAuth", "HearthStorage", "HearthDatabase", "HearthAppCheck", "HearthSQLite",
+                "HearthServer",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -294,33 +308,44 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The MakeItSo task app's flow on Linux, written against HearthClient (run by tests/conformance/test_makeitso_example.py).
         .executableTarget(name: "makeitso-cli", dependencies: ["HearthClient"], path: "examples/makeitso-cli/Sources/MakeItSo", swiftSettings: swiftSettings),
-        .executableTarget(
-            name: "hearth",
+        // `hearth bench`'s load generators and their same-run baselines (the CLI keeps only the command's arguments).
+        .target(
+            name: "HearthBench",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthStorage", "HearthRules", "HearthTesting",
-                "HearthAuth", "HearthTokenVerifier", "HearthAppCheck", "HearthDatabase",
+                "HearthCore", "HearthDocuments", "HearthApp", "HearthServer", "HearthRules", "HearthAuth", "HearthDatabase", "HearthFiles",
+                "HearthFirestoreProto", "HearthSQLite", "HearthStorage", "HearthTokenVerifier",
                 // The sdk bench phase drives the client SDK against the bench's server.
                 "HearthClientCore", "HearthClientFirestore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP2", package: "swift-nio-extras"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                "HearthFirestoreProto",
-                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "hearth",
+            dependencies: [
+                "HearthCore", "HearthDocuments", "HearthSQLite", "HearthServer", "HearthApp", "HearthBench", "HearthStorage", "HearthRules",
+                "HearthTesting", "HearthAuth", "HearthAppCheck", "HearthFiles",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -361,6 +386,8 @@ let package = Package(
             name: "HearthStorageTests",
             dependencies: [
                 "HearthStorage", "HearthCore", "HearthSQLite", "HearthStoreConformance", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
@@ -410,7 +437,18 @@ let package = Package(
             resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "HearthClientTests",
-            dependencies: ["HearthClient", "HearthServer", "HearthCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["HearthClient", "HearthServer", "HearthApp", "HearthCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HearthAppTests",
+            dependencies: [
+                "HearthApp", "HearthServer", "HearthCore", "HearthAuth", "HearthDocuments", "HearthSQLite", "HearthStorage",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -426,6 +464,7 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

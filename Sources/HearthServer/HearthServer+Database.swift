@@ -1,24 +1,21 @@
 import HearthCore
-import HearthDatabase
-import HearthSQLite
+package import HearthDatabase
+package import HearthDocuments
 import Hummingbird
 import ServiceLifecycle
 import Foundation
 import Logging
 
 extension HearthServer {
-    /// The Realtime Database over `<data-dir>/database.sqlite`, with the authorizer in force
-    /// (``DatabaseRulesAuthorizer``: the JSON rules language) and the rules file,
-    /// if any, loaded into the default namespace.
-    static func openDatabase(_ configuration: ServerConfiguration, directory: String, logger: Logger) async throws -> DatabaseEngine {
-        let path = URL(fileURLWithPath: directory).appendingPathComponent("database.sqlite").path
-        let store = try SQLiteDatabaseTreeStore(path: path)
-        let engine = DatabaseEngine(store: store, authorizer: DatabaseRulesAuthorizer(emulator: configuration.emulator))
-        if let watcher = databaseRulesWatcher(configuration, engine: engine, logger: logger) {
-            try await watcher.load()
-            logger.info("loaded database rules", metadata: ["file": "\(watcher.path)"])
-        }
-        return engine
+    /// The Realtime Database's authorizer for the composition root: ``DatabaseRulesAuthorizer``,
+    /// the JSON rules language (the rules file, if any, is loaded by ``init(configuration:engines:readiness:logger:)``).
+    package static func databaseAuthorizer(emulator: Bool) -> any DatabaseAuthorizer {
+        DatabaseRulesAuthorizer(emulator: emulator)
+    }
+
+    /// The Firestore index definitions of `firestore.indexes.json` (the Firebase CLI's format) for `database`.
+    package static func indexDefinitions(file: String, database: String) throws -> [IndexDefinition] {
+        try IndexesFile.load(file, database: database)
     }
 
     /// The watcher of the rules file, if one is configured: it loads the file into the

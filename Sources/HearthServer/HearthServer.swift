@@ -1,9 +1,8 @@
 import HearthCore
 public import HearthAuth
+public import HearthAppCheck
 public import HearthDocuments
 public import HearthDatabase
-import GRDB
-import HearthSQLite
 import HearthRules
 public import HearthStorage
 import Hummingbird
@@ -16,8 +15,10 @@ import NIOCore
 import Foundation
 import Synchronization
 
-/// The composition root: opens the data directory, builds the engines and one Hummingbird
-/// application per service, and runs them in one `ServiceGroup` with graceful shutdown.
+/// The transports: one Hummingbird application per service (REST, gRPC, WebSocket, TLS) over
+/// the engines the composition root (`HearthApp`) built, and the background services beside them,
+/// all run in one `ServiceGroup` with graceful shutdown. It opens no store: which backend
+/// holds the data is the composition root's choice.
 public struct HearthServer: Sendable {
     public let configuration: ServerConfiguration
     public let engine: DocumentEngine
@@ -32,33 +33,40 @@ public struct HearthServer: Sendable {
     public let storageRules: RulesStore
     /// The Realtime Database (see `HearthServer+Database.swift`).
     public let database: DatabaseEngine
+    /// App Check (docs/app-backend.md).
+    public let appCheck: AppCheckEngine
     /// The certificate in force when TLS is on (`--tls-cert`), reloaded by ``TLSReloader``.
     public let tls: TLSContexts?
+    /// What `/readyz` asks of the persistence beside the listeners (see ``ReadinessCheck``).
+    let readiness: [ReadinessCheck]
     let logger: Logger
 
-    /// Opens storage under the data directory and prepares the engines.
-    public static func open(_ configuration: ServerConfiguration, logger: Logger) async throws -> HearthServer {
-        HearthMetrics.start()  // before the stores open, so their metrics land in the registry
+    /// The engines a server serves, built by the composition root over one storage backend.
+    public struct Engines: Sendable {
+        public var documents: DocumentEngine
+        public var auth: AuthEngine
+        public var objects: ObjectStore
+        public var database: DatabaseEngine
+        public var appCheck: AppCheckEngine
+
+        public init(documents: DocumentEngine, auth: AuthEngine, objects: ObjectStore, database: DatabaseEngine, appCheck: AppCheckEngine) {
+            self.documents = documents
+            self.auth = auth
+            self.objects = objects
+            self.database = database
+            self.appCheck = appCheck
+        }
+    }
+
+    /// Prepares the transports over `engines`: the TLS certificate, and the rules files (Firestore,
+    /// Storage, and the Realtime Database's, loaded into its default namespace). `readiness` is
+    /// what `/readyz` checks beyond the listeners: each store's "do you take writes now?".
+    public init(configuration: ServerConfiguration, engines: Engines, readiness: [ReadinessCheck], logger: Logger) async throws {
         var tls: TLSContexts?
         if let files = configuration.tls {
             do { tls = try TLSContexts(files: files) } catch { throw HearthError(.failedPrecondition, "\(error)") }
             logger.info("TLS on every port", metadata: ["certificate": "\(files.certificate)", "expires": "\(tls!.notValidAfter)"])
         }
-        let dir = URL(fileURLWithPath: configuration.dataDirectory)
-        do {
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        } catch {
-            throw HearthError(.failedPrecondition, "Cannot create data directory \(dir.path): \(error.localizedDescription)")
-        }
-        let store = try SQLiteDocumentStore(path: dir.appendingPathComponent("hearth.sqlite").path)
-        let engine = try await DocumentEngine(
-            store: store, configuration: .init(strictIndexes: configuration.strictIndexes), logger: logger)
-        if let file = configuration.indexesFile {
-            for def in try IndexesFile.load(file, database: "(default)") {
-                try await engine.createIndex(def)
-            }
-        }
-        let auth = try await openAuth(configuration, directory: dir.path)
         let firestoreRules = RulesStore()
         if let file = configuration.firestoreRulesFile {
             do {
@@ -77,40 +85,21 @@ public struct HearthServer: Sendable {
             }
             logger.info("loaded storage rules", metadata: ["file": "\(file)"])
         }
-        let objects = try ObjectStore.open(directory: dir, s3: configuration.blobS3)
-        try await objects.createBucket(configuration.defaultBucket, ifMissing: true)
-        let swept = try await objects.sweep()
-        if swept > 0 { logger.notice("removed blobs of uploads that never completed", metadata: ["count": "\(swept)"]) }
-        let database = try await openDatabase(configuration, directory: dir.path, logger: logger)
-        logger.info("opened data directory", metadata: ["path": "\(dir.path)"])
-        return HearthServer(
-            configuration: configuration, engine: engine, auth: auth, firestoreRules: firestoreRules, objects: objects,
-            storageRules: storageRules, database: database, tls: tls, logger: logger)
-    }
-
-    /// The auth engine over `<data-dir>/auth.sqlite`, its signing keys under `<data-dir>/keys/`.
-    /// Registered service accounts sign custom tokens; emulator mode also accepts unsigned tokens.
-    public static func openAuth(_ configuration: ServerConfiguration, directory: String) async throws -> AuthEngine {
-        let dir = URL(fileURLWithPath: directory)
-        let pool: DatabasePool
-        do {
-            pool = try DatabasePool(path: dir.appendingPathComponent("auth.sqlite").path)
-        } catch {
-            throw HearthError(.failedPrecondition, "Cannot open \(dir.appendingPathComponent("auth.sqlite").path): \(error)")
+        if let watcher = Self.databaseRulesWatcher(configuration, engine: engines.database, logger: logger) {
+            try await watcher.load()
+            logger.info("loaded database rules", metadata: ["file": "\(watcher.path)"])
         }
-        let store = try GRDBAuthStore(writer: pool)
-        // Keys stay published as long as the longest token they sign: session cookies (14 days).
-        let ring = try KeyRing(
-            directory: dir.appendingPathComponent("keys"),
-            policy: .init(rotationInterval: 6 * 3600, maxTokenLifetime: AuthEngine.sessionCookieDurations.upperBound))
-        let bootstrap = AuthEngine(store: store, tokens: TokenService(projectID: configuration.project, keyRing: ring))
-        let signers = try await bootstrap.serviceAccountSigners()
-        let tokens = TokenService(
-            projectID: configuration.project, keyRing: ring, allowUnsigned: configuration.emulator, customTokenSigners: signers,
-            clockSkew: 60)
-        let engine = AuthEngine(store: store, tokens: tokens, configuration: configuration.auth)
-        try await engine.applyStoredSettings()
-        return engine
+        self.configuration = configuration
+        self.engine = engines.documents
+        self.auth = engines.auth
+        self.firestoreRules = firestoreRules
+        self.objects = engines.objects
+        self.storageRules = storageRules
+        self.database = engines.database
+        self.appCheck = engines.appCheck
+        self.tls = tls
+        self.readiness = readiness
+        self.logger = logger
     }
 
     /// How a port speaks HTTP (``transport(_:)`` adds TLS and the forwarded-header rules).
@@ -219,7 +208,6 @@ public struct HearthServer: Sendable {
         if configuration.ports["metrics"] != nil { expected.insert("metrics") }
         let ready = ReadyFile(path: configuration.readyFile, expected: expected, logger: logger, onReady: onReady)
         var authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
-        let appCheck = try openAppCheck()  // App Check (docs/app-backend.md)
         authenticator.appCheckGates = appCheckGates(appCheck)
         let consoleToken = ConsoleSessions.randomToken()
         authenticator.consoleToken = consoleToken
@@ -235,7 +223,11 @@ public struct HearthServer: Sendable {
         if let smtp = configuration.smtp {
             logger.notice("auth emails go to an SMTP server", metadata: ["smtp": "\(smtp.description)", "from": "\(smtp.from)"])
         }
-        var services: [any Service] = [
+        // The background services first: the group shuts down in reverse order, so they stop after
+        // every listener has drained (nothing queues work for them any more).
+        var services: [any Service] = [objects.reclaimer]
+        if configuration.smtp != nil { services.append(outbox) }
+        services += [
             listener(
                 "auth",
                 AuthRESTResponder(
@@ -278,7 +270,7 @@ public struct HearthServer: Sendable {
             services.append(RulesFileWatcher(path: file, store: storageRules, logger: logger))
         }
         if let watcher = Self.databaseRulesWatcher(configuration, engine: database, logger: logger) {
-            watcher.rememberCurrentVersion()  // openDatabase loaded it
+            watcher.rememberCurrentVersion()  // init loaded it
             services.append(watcher)
         }
         // SIGTERM/SIGINT: every listener stops accepting and drains (the services shut down in

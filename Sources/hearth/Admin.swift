@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HearthCore
 import HearthAuth
+import HearthApp
 import HearthServer
 import HearthSQLite
 import HearthStorage
@@ -46,7 +47,7 @@ struct ProjectDataOptions: ParsableArguments {
         config.project = project ?? env["HEARTH_PROJECT"] ?? firebase.project ?? config.project
         let dir = URL(fileURLWithPath: config.dataDirectory)
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return (config, firebase, try await HearthServer.openAuth(config, directory: dir.path))
+        return (config, firebase, try await CompositionRoot.openAuth(config, directory: dir.path))
     }
 }
 

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import HearthAppCheck
 import HearthCore
-import HearthServer
+import HearthApp
 
 /// `hearth admin app-check …`: the apps App Check issues tokens for, and their debug tokens.
 struct AppCheckCommand: AsyncParsableCommand {
@@ -19,7 +19,7 @@ struct AppCheckCommand: AsyncParsableCommand {
 
     static func store(_ data: DataDirOption) throws -> any AppCheckStore {
         try FileManager.default.createDirectory(at: data.url, withIntermediateDirectories: true)
-        return try HearthServer.openAppCheckStore(directory: data.url)
+        return try CompositionRoot.openAppCheckStore(directory: data.url)
     }
 
     static var now: Timestamp { Timestamp(microseconds: Int64(Date().timeIntervalSince1970 * 1_000_000)) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthApp
 import HearthServer
 
 /// `hearth export DIR`: the data directory in the Firebase Emulator Suite's export format.

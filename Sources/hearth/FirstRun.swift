@@ -1,6 +1,7 @@
 import Foundation
 import HearthCore
 import HearthAuth
+import HearthApp
 import HearthServer
 import Logging
 
@@ -52,7 +53,7 @@ struct FirstRunCredential {
     /// server opens (so it signs custom tokens at once), written once the auth port is bound:
     /// its `token_uri` names that port.
     static func createServiceAccount(_ configuration: ServerConfiguration) async throws -> CreatedServiceAccount {
-        let auth = try await HearthServer.openAuth(configuration, directory: configuration.dataDirectory)
+        let auth = try await CompositionRoot.openAuth(configuration, directory: configuration.dataDirectory)
         return try await auth.createServiceAccount(tokenURI: "\(configuration.scheme)://127.0.0.1:9099/token")
     }
 

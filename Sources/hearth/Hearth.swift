@@ -13,7 +13,7 @@ struct Hearth: AsyncParsableCommand {
 
             Start with `hearth serve`; see `hearth serve --help` for every option.
             """,
-        subcommands: [Serve.self, Admin.self, RulesCommand.self, LifecycleCommand.self, BackupCommand.self, RestoreCommand.self, ExportCommand.self, ImportCommand.self, Bench.self],
+        subcommands: [Serve.self, Admin.self, RulesCommand.self, LifecycleCommand.self, BackupCommand.self, RestoreCommand.self, ExportCommand.self, ImportCommand.self, BenchCommand.self],
         defaultSubcommand: nil
     )
 }

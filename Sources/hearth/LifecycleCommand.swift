@@ -3,6 +3,7 @@ import Foundation
 import HearthCore
 import HearthDocuments
 import HearthFiles
+import HearthApp
 import HearthServer
 import HearthSQLite
 import HearthStorage
@@ -27,11 +28,11 @@ struct LifecycleCommand: AsyncParsableCommand {
             let engine = try await DocumentEngine(store: store, logger: Logger(label: "hearth.lifecycle"))
             var configuration = ServerConfiguration()
             configuration.project = project
-            let auth = try await HearthServer.openAuth(configuration, directory: data.url.path)
+            let auth = try await CompositionRoot.openAuth(configuration, directory: data.url.path)
             let worker = LifecycleWorker(
                 rules: rules, documents: engine, database: DatabaseName(project: project, database: "(default)"), objects: try data.openObjects(),
                 bucket: "\(project).appspot.com", existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) },
-                realtime: try await HearthServer.lifecycleDatabase(configuration, directory: data.url.path, logger: Logger(label: "hearth.lifecycle")),
+                realtime: try CompositionRoot.lifecycleDatabase(configuration, directory: data.url.path),
                 logger: Logger(label: "hearth.lifecycle"))
             let counts = try await worker.pass(dryRun: true) { item in print(item.description) }
             print(

@@ -3,6 +3,7 @@ import Foundation
 import HearthCore
 import HearthAuth
 import HearthFiles
+import HearthApp
 import HearthServer
 import Logging
 
@@ -200,7 +201,7 @@ struct Serve: AsyncParsableCommand {
             }
         }
         if let importDirectory { try await Self.importAtStart(importDirectory, config: config, logger: logger) }
-        let server = try await HearthServer.open(config, logger: logger)
+        let server = try await CompositionRoot.openServer(config, logger: logger)
         logger.notice("starting", metadata: ["project": "\(config.project)", "mode": "\(config.emulator ? "emulator" : "production")"])
         guard let firstRun else {
             try await server.run()

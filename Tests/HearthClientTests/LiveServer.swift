@@ -1,4 +1,5 @@
 import Foundation
+import HearthApp
 import HearthServer
 import Logging
 
@@ -15,7 +16,7 @@ enum LiveServer {
         try configure(&config, dir)
         var logger = Logger(label: "hearth.client-tests")
         logger.logLevel = .critical  // cancelling the server at the end logs its listeners' shutdown as errors
-        let server = try await HearthServer.open(config, logger: logger)
+        let server = try await CompositionRoot.openServer(config, logger: logger)
         let (ready, readyContinuation) = AsyncStream.makeStream(of: [String: Int].self)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run { ports in readyContinuation.yield(ports) } }

@@ -89,3 +89,88 @@ def test_open_streams_do_not_hold_shutdown_past_the_deadline(tmp_path_factory):
         stream.close()
     finally:
         srv.stop()
+
+
+class SlowInbox:
+    """aiosmtpd handler that takes `delay` seconds to accept each message's data."""
+
+    def __init__(self, delay: float):
+        self.delay = delay
+        self.recipients: list[str] = []
+
+    async def handle_DATA(self, server, session, envelope):
+        import asyncio
+        await asyncio.sleep(self.delay)
+        self.recipients += list(envelope.rcpt_tos)
+        return "250 OK"
+
+
+def _send_resets(srv, count: int) -> list[str]:
+    from authutil import AuthRest
+    rest = AuthRest(srv)
+    addresses = []
+    for _ in range(count):
+        addr = f"bye-{uuid.uuid4().hex[:8]}@example.com"
+        rest.sign_up(addr, "password1")
+        r = rest.v1("sendOobCode", {"requestType": "PASSWORD_RESET", "email": addr})
+        assert r.status_code == 200, r.text
+        addresses.append(addr)
+    return addresses
+
+
+def _outbox_text(srv) -> str:
+    outbox = srv.data_dir / "outbox"
+    return "".join(p.read_text() for p in outbox.iterdir() if p.suffix == ".json") if outbox.exists() else ""
+
+
+def test_emails_queued_at_sigterm_are_sent_before_exit(tmp_path_factory):
+    """The outbox is a service of the server's group: SIGTERM stops the listeners, then the
+    emails already queued for the (slow) SMTP server are sent before the process exits."""
+    from aiosmtpd.controller import Controller
+    from conftest import _free_port
+
+    inbox = SlowInbox(delay=2.0)
+    port = _free_port()
+    ctl = Controller(inbox, hostname="127.0.0.1", port=port)
+    ctl.start()
+    try:
+        srv = start(tmp_path_factory, "shutdown-outbox", emulator=True, service_account=False,
+                    extra_args=("--smtp-url", f"smtp://127.0.0.1:{port}?starttls=never", "--shutdown-timeout", "30"))
+        try:
+            addresses = _send_resets(srv, 3)
+            srv.proc.send_signal(signal.SIGTERM)
+            assert srv.proc.wait(timeout=40) == 0, srv.output()
+        finally:
+            srv.stop()
+        assert sorted(inbox.recipients) == sorted(addresses), srv.output()
+        assert all(a not in _outbox_text(srv) for a in addresses)
+    finally:
+        ctl.stop()
+
+
+def test_emails_the_shutdown_deadline_cuts_off_are_kept_in_the_outbox(tmp_path_factory):
+    """Past `--shutdown-timeout` the sending is cancelled, and what was not sent is kept in the
+    outbox folder: no email is lost."""
+    from aiosmtpd.controller import Controller
+    from conftest import _free_port
+
+    inbox = SlowInbox(delay=60.0)
+    port = _free_port()
+    ctl = Controller(inbox, hostname="127.0.0.1", port=port)
+    ctl.start()
+    try:
+        srv = start(tmp_path_factory, "shutdown-outbox-deadline", emulator=True, service_account=False,
+                    extra_args=("--smtp-url", f"smtp://127.0.0.1:{port}?starttls=never", "--shutdown-timeout", "2"))
+        try:
+            addresses = _send_resets(srv, 2)
+            started = time.monotonic()
+            srv.proc.send_signal(signal.SIGTERM)
+            assert srv.proc.wait(timeout=20) == 0, srv.output()
+            assert time.monotonic() - started < 2 + 5 + 3
+        finally:
+            srv.stop()
+        kept = _outbox_text(srv)
+        assert all(a in kept for a in addresses), srv.output()
+        assert inbox.recipients == []
+    finally:
+        ctl.stop()

@@ -1,15 +1,13 @@
 import HearthCore
-public import HearthAppCheck
+import HearthAppCheck
 import HearthAuth
 import HearthDocuments
 import HearthFiles
-import HearthSQLite
 import HearthStorage
 import Hummingbird
 import Logging
 import ServiceLifecycle
-public import Foundation
-import GRDB
+import Foundation
 
 extension HearthServer {
     /// The api port's listener and the service that expires unfinished uploads.
@@ -83,61 +81,16 @@ extension HearthServer {
         ]
     }
 
-    /// `/readyz`: every expected listener bound, and a write probe — a small file written, synced
-    /// and removed in the data directory (the stores' filesystem), then the write lock of each
-    /// SQLite store (`*.sqlite` in the data directory) taken and released (`BEGIN IMMEDIATE; ROLLBACK`: nothing changes).
+    /// `/readyz`: every expected listener bound, then each of the composition root's checks
+    /// (``ReadinessCheck``: for SQLite, a small file written, synced and removed in the data
+    /// directory, then each store's write lock taken and released).
     func readinessProbe(_ ready: ReadyFile) -> @Sendable () async throws -> Void {
-        let directory = configuration.dataDirectory
+        let checks = readiness
         return {
             let missing = ready.missing
             if !missing.isEmpty { throw HearthError(.unavailable, "Not listening yet: \(missing.joined(separator: ", ")).") }
-            let probe = directory + "/.readyz-probe-\(UUID().uuidString)"
-            do {
-                guard FileManager.default.createFile(atPath: probe, contents: Data("ok".utf8)) else {
-                    throw HearthError(.unavailable, "cannot create \(probe)")
-                }
-                let handle = try FileHandle(forUpdating: URL(fileURLWithPath: probe))
-                try handle.synchronize()
-                try handle.close()
-                try FileManager.default.removeItem(atPath: probe)
-            } catch {
-                throw HearthError(.unavailable, "The data directory does not take writes: \(error)")
-            }
-            let stores = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".sqlite") }.sorted()
-            for name in stores {
-                do {
-                    var config = GRDB.Configuration()
-                    config.busyMode = .timeout(2)
-                    config.label = "hearth.readyz"
-                    let queue = try DatabaseQueue(path: directory + "/" + name, configuration: config)
-                    try await queue.writeWithoutTransaction { db in
-                        try db.execute(sql: "BEGIN IMMEDIATE")
-                        try db.execute(sql: "ROLLBACK")
-                    }
-                    try queue.close()
-                } catch {
-                    throw HearthError(.unavailable, "The store \(name) does not take writes: \(error)")
-                }
-            }
+            for readiness in checks { try await readiness.check() }
         }
-    }
-
-    /// App Check over `<data-dir>/app-check.sqlite`, its signing keys in `<data-dir>/app-check-keys/`;
-    /// custom tokens are accepted from the service accounts that sign auth custom tokens.
-    func openAppCheck() throws -> AppCheckEngine {
-        let directory = URL(fileURLWithPath: configuration.dataDirectory)
-        let store = try Self.openAppCheckStore(directory: directory)
-        let keyRing = try KeyRing(
-            directory: directory.appendingPathComponent("app-check-keys"),
-            policy: .init(rotationInterval: 6 * 3600, maxTokenLifetime: 7 * 86400))
-        return AppCheckEngine(
-            projectID: configuration.project, projectNumber: configuration.api.appCheckProjectNumber, keyRing: keyRing, store: store,
-            customTokenSigners: auth.tokens.customTokenSigners, tokenTTL: configuration.api.appCheckTokenTTLSeconds)
-    }
-
-    /// The App Check store of a data directory (shared with `hearth admin app-check`).
-    public static func openAppCheckStore(directory: URL) throws -> any AppCheckStore {
-        try GRDBAppCheckStore.open(path: directory.appendingPathComponent("app-check.sqlite").path)
     }
 
     /// App Check for the other services' transports, by configuration (`firestore`, `storage`,

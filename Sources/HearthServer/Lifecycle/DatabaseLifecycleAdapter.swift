@@ -1,5 +1,4 @@
 public import HearthCore
-public import Logging
 public import HearthDatabase
 public import HearthFiles
 
@@ -59,13 +58,5 @@ public struct DatabaseLifecycleAdapter: LifecycleDatabase {
         for path in sorted where !kept.contains(where: { path.starts(with: $0) }) { kept.append(path) }
         _ = try await engine.update(
             namespace: namespace, path: .root, values: kept.map { ($0.joined(separator: "/"), JSON.null) }, auth: .admin)
-    }
-}
-
-extension HearthServer {
-    /// The Realtime Database of a data directory as the lifecycle worker sees it (for
-    /// `hearth lifecycle plan`, which reads it while the server is stopped).
-    public static func lifecycleDatabase(_ configuration: ServerConfiguration, directory: String, logger: Logger) async throws -> DatabaseLifecycleAdapter {
-        DatabaseLifecycleAdapter(engine: try await openDatabase(configuration, directory: directory, logger: logger), project: configuration.project)
     }
 }

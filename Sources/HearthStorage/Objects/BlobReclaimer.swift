@@ -1,3 +1,5 @@
+import HearthCore
+public import ServiceLifecycle
 import Synchronization
 
 /// Deletes blobs that no object or part refers to any more, off the request's path.
@@ -9,11 +11,20 @@ import Synchronization
 /// to it again (new objects get new blobs; copies share blobs of rows that exist). A crash
 /// before a deletion leaves an orphan, which the start-up sweep (``ObjectStore/sweep()``)
 /// removes.
-final class BlobReclaimer: Sendable {
+///
+/// A `Service` of the server's `ServiceGroup`: while ``run()`` runs, ``reclaim(_:)`` queues the
+/// ids and returns, and the service deletes them in arrival order. On graceful shutdown it
+/// stops taking ids and deletes those queued before it returns. When it is not running (the
+/// CLI's offline commands, tests, or after shutdown) ``reclaim(_:)`` deletes at once, before
+/// returning — there is no task to hand the work to.
+public final class BlobReclaimer: Service, Sendable {
     let blobs: any BlobStore
     private let state = Mutex<State>(State())
 
     struct State {
+        /// Set while ``run()`` takes ids.
+        var queue: AsyncStream<[String]>.Continuation?
+        /// Batches queued and not deleted yet.
         var pending = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -22,34 +33,72 @@ final class BlobReclaimer: Sendable {
         self.blobs = blobs
     }
 
-    func reclaim(_ ids: [String]) {
+    /// Whether ``run()`` takes ids now.
+    var isRunning: Bool { state.withLock { $0.queue != nil } }
+
+    /// Deletes `ids`: queued for the running service, else at once.
+    func reclaim(_ ids: [String]) async {
         guard !ids.isEmpty else { return }
-        state.withLock { $0.pending += 1 }
-        Task.detached(priority: .utility) { [self] in
-            try? await blobs.delete(batch: ids)
-            finished()
+        let queued: Bool = state.withLock { state in
+            guard let queue = state.queue else { return false }
+            state.pending += 1
+            queue.yield(ids)
+            return true
         }
+        if !queued { try? await blobs.delete(batch: ids) }
     }
 
-    private func finished() {
-        let waiters: [CheckedContinuation<Void, Never>] = state.withLock { s in
-            s.pending -= 1
-            guard s.pending == 0 else { return [] }
-            defer { s.waiters = [] }
-            return s.waiters
+    /// Deletes queued blobs until graceful shutdown, then those already queued. Cancelled (past
+    /// the shutdown deadline), it leaves the rest as orphans for the next start-up sweep.
+    public func run() async throws {
+        let (batches, queue) = AsyncStream.makeStream(of: [String].self)
+        let opened = state.withLock { state in
+            guard state.queue == nil else { return false }
+            state.queue = queue
+            return true
         }
-        for w in waiters { w.resume() }
+        guard opened else { throw HearthError(.failedPrecondition, "The blob reclaimer is already running.") }
+        await withGracefulShutdownHandler {
+            for await ids in batches {
+                try? await blobs.delete(batch: ids)
+                finished(batches: 1)
+            }
+        } onGracefulShutdown: { [self] in
+            close()
+        }
+        close()
+        // Batches a cancellation left behind: no longer pending (the start-up sweep takes them).
+        finished(batches: state.withLock { $0.pending })
+    }
+
+    /// Takes no more ids: later ones are deleted by their callers.
+    private func close() {
+        let queue = state.withLock { state in
+            defer { state.queue = nil }
+            return state.queue
+        }
+        queue?.finish()
+    }
+
+    private func finished(batches: Int) {
+        let waiters: [CheckedContinuation<Void, Never>] = state.withLock { state in
+            state.pending -= batches
+            guard state.pending == 0 else { return [] }
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Returns once every deletion queued so far is done.
     func settle() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let done: Bool = state.withLock { s in
-                if s.pending == 0 { return true }
-                s.waiters.append(c)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done: Bool = state.withLock { state in
+                if state.pending == 0 { return true }
+                state.waiters.append(continuation)
                 return false
             }
-            if done { c.resume() }
+            if done { continuation.resume() }
         }
     }
 }

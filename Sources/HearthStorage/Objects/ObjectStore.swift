@@ -17,8 +17,9 @@ public final class ObjectStore: Sendable {
     /// Object rows for reads (see ``ObjectMetadataCache`` for why a read never sees a row
     /// older than the last acknowledged write).
     let metadataCache: ObjectMetadataCache
-    /// Deletes replaced and deleted objects' bytes after the write has answered.
-    let reclaimer: BlobReclaimer
+    /// Deletes replaced and deleted objects' bytes after the write has answered: a `Service`
+    /// the server runs in its `ServiceGroup` (without it, deletions happen before the write returns).
+    public let reclaimer: BlobReclaimer
 
     /// `metadataCacheSize` bounds the rows kept for reads (0 turns the cache off).
     public init(metadata: any ObjectMetadataStore, blobs: any BlobStore, metadataCacheSize: Int = 16_384) {
@@ -133,7 +134,7 @@ public final class ObjectStore: Sendable {
             try? await blobs.delete(info.id)
             throw error
         }
-        reclaimer.reclaim(result.unreferenced.map { [$0] } ?? [])
+        await reclaimer.reclaim(result.unreferenced.map { [$0] } ?? [])
         return result.object
     }
 
@@ -181,7 +182,7 @@ public final class ObjectStore: Sendable {
     /// Deletes an object: NOT_FOUND if it does not exist.
     public func delete(_ bucket: String, _ name: String, preconditions: ObjectPreconditions = .none) async throws {
         let orphan = try await writeObject(bucket, name) { try await metadata.deleteObject(bucket, name, preconditions: preconditions) }
-        reclaimer.reclaim(orphan.map { [$0] } ?? [])
+        await reclaimer.reclaim(orphan.map { [$0] } ?? [])
     }
 
     /// Deletes many objects of one bucket in one transaction (one commit, one fsync, however
@@ -202,7 +203,7 @@ public final class ObjectStore: Sendable {
         // Also on failure: the transaction may have committed before being cancelled.
         for name in names { metadataCache.invalidate(bucket, name) }
         let done = try result.get()
-        reclaimer.reclaim(done.unreferenced)
+        await reclaimer.reclaim(done.unreferenced)
         return done.deleted
     }
 
@@ -219,7 +220,7 @@ public final class ObjectStore: Sendable {
                 from: source, to: destination, attributes: attributes, sourcePreconditions: sourcePreconditions,
                 preconditions: preconditions, at: time)
         }
-        reclaimer.reclaim(result.unreferenced.map { [$0] } ?? [])
+        await reclaimer.reclaim(result.unreferenced.map { [$0] } ?? [])
         return result.object
     }
 

@@ -71,7 +71,7 @@ extension ObjectStore {
             try? await blobs.delete(info.id)
             throw error
         }
-        reclaimer.reclaim(old.map { [$0] } ?? [])
+        await reclaimer.reclaim(old.map { [$0] } ?? [])
         return uploaded
     }
 
@@ -120,6 +120,7 @@ extension ObjectStore {
     public func abortMultipartUpload(_ upload: MultipartUpload) async throws { try await removeUpload(upload) }
 
     func removeUpload(_ upload: MultipartUpload) async throws {
-        reclaimer.reclaim(try await metadata.removeMultipartUpload(upload.id))
+        let unreferenced = try await metadata.removeMultipartUpload(upload.id)
+        await reclaimer.reclaim(unreferenced)
     }
 }

@@ -1,9 +1,9 @@
-import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import GRDB
 import HearthCore
 import HearthDocuments
+import HearthApp
 import HearthServer
 import HearthRules
 import Hummingbird
@@ -11,77 +11,53 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// `hearth bench`: Hearth over REST with concurrent clients, each figure printed next to a
-/// baseline measured in the same run on the same machine (the raw HTTP stack, raw GRDB).
-struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Measure Hearth's throughput and latency next to same-run baselines.",
-        discussion: """
-            Phases: http (baseline: a minimal Hummingbird route), grdb (baselines: raw GRDB inserts \
-            of the same bytes with the same durability, one transaction each and 64 per transaction, \
-            and raw point selects), rules (one rules evaluation, no I/O: owner check, a get(), a list query, \
-            next to `allow read: if true`), engine (the document engine's commits and gets without HTTP), transactions \
-            (read-write transactions on the engine — get and commit of an increment, retried on ABORTED — each client on \
-            its own document and all on one document, next to plain commits), listen (realtime listeners on the engine: \
-            commit-to-listener latency with 1, 1,000 and 10,000 Listen streams next to the commit alone, one write \
-            to 1,000 listeners of a document, memory per idle stream), listen-grpc (the same latency with 1, 1,000 and \
-            10,000 Listen streams over gRPC on the Firestore port, held from an in-process HTTP/2 client), auth-verify, auth-signin, \
-            auth-refresh, auth-signup (in-process auth engine next to RS256, scrypt and GRDB baselines; `auth` selects all four), write (single-document writes over REST), write-wrk (REST creates from wrk with --clients connections \
-            against Hearth and Google's Firestore emulator when installed, next to raw GRDB single-row commits; needs wrk), rules-write (a signed-in user's writes over \
-            REST without rules and with an owner-check rule, same server, same run), read (point gets over \
-            REST), grpc (single-document Commit and GetDocument over gRPC/h2c on the Firestore port, next to \
-            the same REST write and get in the same run; --grpc-connections HTTP/2 connections carry the \
-            clients' streams), query (a 20-document query page from collections of --small and --large documents), \
-            storage (100 MiB through Firebase Storage v0 and S3 next to a same-run disk copy, taking \
-            turns with it, and to MD5 of the same bytes on one core, with each upload's share of the \
-            disk-copy rate and its CPU time; 4 KiB S3 \
-            PUT/GET with 32 clients, and 4 KiB GETs through presigned URLs from wrk, next to the bare \
-            HTTP stack under wrk, when wrk is installed), database (the Realtime Database: REST PUTs to distinct \
-            paths and to one hot path next to Firestore REST creates, a write reaching 1,000 SSE listeners next to its \
-            own acknowledgement, a GET of a 10k-child subtree next to the same JSON from a bare route, and an orderBy-child \
-            limitToFirst=10 query over 100k children from its .indexOn index next to an unindexed scan), \
-            import (not in the default set: `hearth import` of a Firestore export of --import-documents documents, \
-            written here, with wall time, docs/s and peak RSS, next to the engine path and the bulk path on \
-            --import-baseline documents, and Google's Firestore emulator loading the same export when installed). \
-            sdk (not in the default set: the Swift client SDK over gRPC — listener latency from another app's write next to \
-            Python's google-cloud-firestore in the same run (--python), the first snapshot from a 10k-document cache next to \
-            the same listener without a cache, 1,000 writes queued offline drained next to Python writing them one at a time). \
-            Clients run in this process against an in-process server on 127.0.0.1, except wrk, the sdk phase's Python baseline and, with --database-target, the database fan-out.
-            """
-    )
-
-    @Option(help: "Concurrent clients.") var clients = 64
-    @Option(help: "Seconds per measured phase.") var duration = 5.0
-    @Option(help: "Documents in the small query collection.") var small = 10_000
-    @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read),database-ws,database-ws-fanout (only the WebSocket fan-out),import,sdk.")
-    var phases = "http,grdb,rules,engine,transactions,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
-    @Option(name: .customLong("import-documents"), help: "Documents in the import phase's export.")
-    var importDocuments = 1_000_000
-    @Option(name: .customLong("import-baseline"), help: "Documents in the import phase's same-run baselines (engine path and bulk path).")
-    var importBaseline = 20_000
-    @Option(name: .customLong("grpc-connections"), help: "HTTP/2 connections the grpc phase's clients share.")
-    var grpcConnections = 4
-    @Option(help: "The Python (with google-cloud-firestore) for the sdk phase's baseline; default $HEARTH_BENCH_PYTHON, else python3.")
-    var python = ProcessInfo.processInfo.environment["HEARTH_BENCH_PYTHON"] ?? "python3"
-    @Option(name: .customLong("sdk-client"), help: ArgumentHelp("Internal (the sdk phase): run its listener-latency clients against this Firestore port and print JSON.", visibility: .hidden))
-    var sdkClient: Int?
-    @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
+/// `hearth bench`'s phases: Hearth over REST, gRPC and in process with concurrent clients, each
+/// figure printed next to a baseline measured in the same run on the same machine (the raw HTTP
+/// stack, raw GRDB). The CLI parses the arguments (`BenchCommand`); the phases are described there.
+package struct Bench: Sendable {
+    var clients: Int
+    var duration: Double
+    var small: Int
+    var large: Int
+    var phases: String
+    var importDocuments: Int
+    var importBaseline: Int
+    var grpcConnections: Int
     var dataDir: String?
-
-    @Option(name: .customLong("database-target"), help: "Run only the Realtime Database fan-out phases (database-fanout, database-ws-fanout) against a running `hearth serve --emulator` at this host:port (its database port): the listeners in this process, the server in its own.")
     var databaseTarget: String?
-
-    @Option(name: .customLong("serve-broadcast"), help: "Serve the database-fanout ceiling (a bare Hummingbird event-stream broadcast, no database) on this port until interrupted, for --database-target; runs no phase.")
     var serveBroadcast: Int?
+    /// The Python (with google-cloud-firestore) for the sdk phase's baseline.
+    var python: String
+    /// The sdk phase's listener-latency clients, run alone in this process against this Firestore port.
+    var sdkClient: Int?
 
-    func run() async throws {
+    package init(
+        clients: Int, duration: Double, small: Int, large: Int, phases: String, importDocuments: Int, importBaseline: Int,
+        grpcConnections: Int, dataDir: String?, databaseTarget: String?, serveBroadcast: Int?, python: String = "python3",
+        sdkClient: Int? = nil
+    ) {
+        self.clients = clients
+        self.duration = duration
+        self.small = small
+        self.large = large
+        self.phases = phases
+        self.importDocuments = importDocuments
+        self.importBaseline = importBaseline
+        self.grpcConnections = grpcConnections
+        self.dataDir = dataDir
+        self.databaseTarget = databaseTarget
+        self.serveBroadcast = serveBroadcast
+        self.python = python
+        self.sdkClient = sdkClient
+    }
+
+    package func run() async throws {
+        if let sdkClient { return try await SDKBench.latencyClient(firestorePort: sdkClient, directory: dataDir ?? NSTemporaryDirectory()) }
         if let serveBroadcast {
             var logger = Logger(label: "hearth.bench")
             logger.logLevel = .warning
             return try await DatabaseBench.serveBroadcast(port: serveBroadcast, logger: logger)
         }
-        if let sdkClient { return try await SDKBench.latencyClient(firestorePort: sdkClient, directory: dataDir ?? NSTemporaryDirectory()) }
         var selected = Set(phases.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
         if selected.remove("auth") != nil { selected.formUnion(AuthBench.phases) }
         let dir = dataDir ?? NSTemporaryDirectory() + "hearth-bench-\(getpid())"
@@ -136,7 +112,7 @@ struct Bench: AsyncParsableCommand {
         config.dataDirectory = dir + "/hearth"
         config.ports = ["firestore": 0, "storage": 0, "s3": 0, "auth": 0, "database": 0, "api": 0, "console": 0]
         config.emulator = true
-        let server = try await HearthServer.open(config, logger: logger)
+        let server = try await CompositionRoot.openServer(config, logger: logger)
         let engine = server.engine
         if selected.contains("engine") {
             let db = DatabaseName(project: "demo-hearth", database: "(default)")
@@ -147,11 +123,19 @@ struct Bench: AsyncParsableCommand {
             print(try await GRDBBaseline.measure("hearth engine: point get, no HTTP", clients: clients, duration: duration) { i in
                 _ = try await engine.get(db, ResourcePath(["engine", "e\(1 + i % 1000)"]))
             })
-            // Below the document cache: the store's own async point read, `documents(_:_:at:)`.
+            // Below the document cache: the store's point read through the synchronous `read`
+            // closure (every point read before issue 18's async reads) and through its own
+            // async `documents(_:_:at:)`, taking turns in the same run.
             let store = engine.store
-            print(try await GRDBBaseline.measure("store point read, documents(_:_:at:)", clients: clients, duration: duration) { i in
-                _ = try await store.documents("(default)", [ResourcePath(["engine", "e\(1 + i % 1000)"])], at: nil)
-            })
+            for round in 1...2 {
+                print(try await GRDBBaseline.measure("store point read, read { } closure (round \(round))", clients: clients, duration: duration) { i in
+                    let path = ResourcePath(["engine", "e\(1 + i % 1000)"])
+                    _ = try await store.read { r in try r.document("(default)", path) }
+                })
+                print(try await GRDBBaseline.measure("store point read, documents(_:_:at:) (round \(round))", clients: clients, duration: duration) { i in
+                    _ = try await store.documents("(default)", [ResourcePath(["engine", "e\(1 + i % 1000)"])], at: nil)
+                })
+            }
         }
         if selected.contains("transactions") {
             try await TransactionBench(engine: engine, clients: clients, duration: duration).run()
@@ -178,10 +162,10 @@ struct Bench: AsyncParsableCommand {
                 try await DatabaseBench(load: load, engine: server.database, logger: logger)
                     .run(selected, databasePort: ports["database"] ?? 0, firestoreBase: base)
             }
+            if selected.contains("lifecycle") { try await ApiBench(load: load, server: server).runLifecycle(bottles: 5000) }
             if selected.contains("sdk") {
                 try await SDKBench(directory: dir + "/sdk", firestorePort: ports["firestore"] ?? 0, authPort: ports["auth"] ?? 0, python: python).run()
             }
-            if selected.contains("lifecycle") { try await ApiBench(load: load, server: server).runLifecycle(bottles: 5000) }
             if selected.contains("storage") {
                 try await withMinimalServer(logger: logger) { pingPort in
                     try await StorageBench(load: load, dir: dir, objects: server.objects, pingPort: pingPort)

@@ -1,14 +1,16 @@
 package import Foundation
-import GRDB
 package import HearthAuth
 import HearthCore
 import HearthDatabase
 import HearthDocuments
+package import HearthServer
 import HearthSQLite
 import HearthStorage
 
 /// Exports a data directory into the Emulator Suite's format, and imports such an export into
-/// an empty data directory (offline: the server must not be running on it).
+/// an empty data directory (offline: the server must not be running on it). It reads and writes
+/// the embedded backend's stores directly (the bulk loader writes a new document store file), so
+/// it lives beside the composition root, not in the transports.
 package struct EmulatorExportRunner {
     package var dataDirectory: URL
     package var project: String
@@ -57,7 +59,7 @@ package struct EmulatorExportRunner {
         return (buckets, objects)
     }
 
-    var documentStorePath: String { dataDirectory.appendingPathComponent("hearth.sqlite").path }
+    var documentStorePath: String { dataDirectory.appendingPathComponent(SQLiteDataDirectory.documents).path }
 
     func openDocumentStore() throws -> SQLiteDocumentStore {
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
@@ -66,12 +68,12 @@ package struct EmulatorExportRunner {
 
     func openAuthStore() throws -> GRDBAuthStore {
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-        return try GRDBAuthStore(writer: try DatabasePool(path: dataDirectory.appendingPathComponent("auth.sqlite").path))
+        return try SQLiteDataDirectory.openAccounts(directory: dataDirectory)
     }
 
     func openDatabaseStore() throws -> SQLiteDatabaseTreeStore {
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-        return try SQLiteDatabaseTreeStore(path: dataDirectory.appendingPathComponent("database.sqlite").path)
+        return try SQLiteDatabaseTreeStore(path: dataDirectory.appendingPathComponent(SQLiteDataDirectory.databaseTrees).path)
     }
 
     /// Whether the data directory holds no accounts and no database data.
@@ -464,7 +466,7 @@ package struct EmulatorExportRunner {
 extension EmulatorExportRunner {
     /// The output files of a `firestore_export` folder: the overall metadata names the kinds
     /// metadata, which lists them.
-    func firestoreOutputFiles(_ dir: URL, named metadataFile: String?) throws -> [URL] {
+    package func firestoreOutputFiles(_ dir: URL, named metadataFile: String?) throws -> [URL] {
         let fm = FileManager.default
         let overallURL: URL
         if let metadataFile {
@@ -498,7 +500,7 @@ extension EmulatorExportRunner {
 
     /// Every document of the output files, in order, read a megabyte at a time (records and
     /// their checksums checked, every path a document path).
-    func forEachFirestoreEntity(_ outputs: [URL], _ visit: (FirestoreExportFormat.Entity) throws -> Void) throws {
+    package func forEachFirestoreEntity(_ outputs: [URL], _ visit: (FirestoreExportFormat.Entity) throws -> Void) throws {
         for url in outputs {
             guard let handle = FileHandle(forReadingAtPath: url.path) else { throw EmulatorExport.Failure("cannot read \(url.path)") }
             defer { try? handle.close() }

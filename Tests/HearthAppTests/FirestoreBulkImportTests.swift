@@ -5,6 +5,7 @@ import HearthDocuments
 import HearthSQLite
 import Testing
 
+import HearthApp
 @testable import HearthServer
 
 /// `hearth import`'s bulk path (``SQLiteDocumentBulkLoad``) against the engine path (commits of

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HearthCore
+import HearthApp
 import HearthServer
 
 /// The `import` phase of `hearth bench`: `hearth import` of a Firestore export of
