@@ -123,19 +123,11 @@ package struct Bench: Sendable {
             print(try await GRDBBaseline.measure("hearth engine: point get, no HTTP", clients: clients, duration: duration) { i in
                 _ = try await engine.get(db, ResourcePath(["engine", "e\(1 + i % 1000)"]))
             })
-            // Below the document cache: the store's point read through the synchronous `read`
-            // closure (every point read before issue 18's async reads) and through its own
-            // async `documents(_:_:at:)`, taking turns in the same run.
+            // Below the document cache: the store's own async point read, `documents(_:_:at:)`.
             let store = engine.store
-            for round in 1...2 {
-                print(try await GRDBBaseline.measure("store point read, read { } closure (round \(round))", clients: clients, duration: duration) { i in
-                    let path = ResourcePath(["engine", "e\(1 + i % 1000)"])
-                    _ = try await store.read { r in try r.document("(default)", path) }
-                })
-                print(try await GRDBBaseline.measure("store point read, documents(_:_:at:) (round \(round))", clients: clients, duration: duration) { i in
-                    _ = try await store.documents("(default)", [ResourcePath(["engine", "e\(1 + i % 1000)"])], at: nil)
-                })
-            }
+            print(try await GRDBBaseline.measure("store point read, documents(_:_:at:)", clients: clients, duration: duration) { i in
+                _ = try await store.documents("(default)", [ResourcePath(["engine", "e\(1 + i % 1000)"])], at: nil)
+            })
         }
         if selected.contains("transactions") {
             try await TransactionBench(engine: engine, clients: clients, duration: duration).run()

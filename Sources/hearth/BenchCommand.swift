@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import HearthBench
 
 /// `hearth bench`: the command's arguments; the load generators and their same-run baselines
