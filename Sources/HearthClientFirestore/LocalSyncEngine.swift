@@ -157,7 +157,9 @@ final class LocalSyncEngine: Sendable {
         }
     }
 
-    /// Resumes once every batch queued now is acknowledged or rejected.
+    /// Resumes once every batch queued now is acknowledged or rejected — through the callback
+    /// queue even when nothing is pending, so that the completions of batches that were just
+    /// acknowledged (already queued there) have run first, as in the Apple SDK.
     func waitForPendingWrites() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { s -> Bool in
@@ -165,7 +167,7 @@ final class LocalSyncEngine: Sendable {
                 s.writeWaiters.append((last, { continuation.resume() }))
                 return false
             }
-            if done { continuation.resume() }
+            if done { callbacks.async { continuation.resume() } }
         }
     }
 

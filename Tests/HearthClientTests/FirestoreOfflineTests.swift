@@ -294,7 +294,11 @@ func temporaryDirectory() -> URL {
             try await db.disableNetwork()
             _ = try await log.wait("the cache", after: seen) { $0.metadata.isFromCache }
             let acknowledged = Mutex(false)
-            items.document("b").setData(["n": 2]) { error in acknowledged.withLock { $0 = error == nil } }
+            let failure = Mutex<String?>(nil)
+            items.document("b").setData(["n": 2]) { error in
+                acknowledged.withLock { $0 = error == nil }
+                failure.withLock { $0 = error.map { "\($0)" } }
+            }
             let pending = try await log.wait("the pending write") { $0.count == 2 }
             #expect(pending.metadata.hasPendingWrites && pending.metadata.isFromCache)
             let read = try await items.document("a").getDocument()
@@ -310,7 +314,7 @@ func temporaryDirectory() -> URL {
             let committed = try await log.wait("the committed state") { !$0.metadata.isFromCache && !$0.metadata.hasPendingWrites && $0.count == 2 }
             #expect(committed.documents.map(\.documentID) == ["a", "b"])
             try await db.waitForPendingWrites()
-            #expect(acknowledged.withLock { $0 })
+            #expect(acknowledged.withLock { $0 }, "the write's completion: \(failure.withLock { $0 } ?? "not called")")
             #expect(try await checker.collection("items").getDocuments(source: .server).count == 2)
             registration.remove()
             await checker.terminate()

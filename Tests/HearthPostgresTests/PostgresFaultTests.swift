@@ -80,8 +80,9 @@ struct PostgresFaultTests {
         }
     }
 
-    /// Nothing listens: every call answers UNAVAILABLE within the acquire timeout — no crash, no hang.
-    @Test func aDownDatabaseAnswersUnavailable() async throws {
+    /// Nothing listens: every call answers UNAVAILABLE — no crash, and no hang (the time limit ends a
+    /// test that waits for good; tests never judge wall-clock speed).
+    @Test(.timeLimit(.minutes(1))) func aDownDatabaseAnswersUnavailable() async throws {
         var settings = PostgresSettings(host: "127.0.0.1", port: try TestPostgres.freePort(), username: "postgres", database: "x", tls: .disable)
         settings.acquireTimeout = .seconds(1)
         settings.connectTimeout = .seconds(1)
@@ -89,7 +90,6 @@ struct PostgresFaultTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             // The pool runs for this test only (it would retry the dead port for the rest of the process).
             group.addTask { try await backend.run() }
-            let started = ContinuousClock.now
             do {
                 _ = try await PostgresDatabaseTreeStore(backend: backend).apply(Self.commit(0, "1"))
                 Issue.record("a write to a down database succeeded")
@@ -99,7 +99,6 @@ struct PostgresFaultTests {
                 #expect(error.message.contains(settings.endpoint), "\(error.message)")
             }
             await #expect(throws: HearthError.self) { try await PostgresAppCheckStore(backend: backend).isRegistered("app") }
-            #expect(ContinuousClock.now - started < .seconds(15))
             group.cancelAll()
         }
     }
