@@ -243,7 +243,7 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
     // MARK: Multipart uploads
 
     public func createMultipartUpload(_ upload: ObjectStore.MultipartUpload) async throws {
-        let encoded = Self.encodeAttributes(upload.attributes)
+        let encoded = StoredObjectFields.encodeAttributes(upload.attributes)
         try await writer.write { db in
             try Self.requireBucket(db, upload.bucket)
             try db.execute(
@@ -259,7 +259,7 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
                 arguments: [id, bucket, key]
             ).map { row in
                 ObjectStore.MultipartUpload(
-                    id: id, bucket: bucket, key: key, attributes: Self.decodeAttributes(row[0]), created: Timestamp(microseconds: row[1]))
+                    id: id, bucket: bucket, key: key, attributes: StoredObjectFields.decodeAttributes(row[0]), created: Timestamp(microseconds: row[1]))
             }
         }
     }
@@ -362,8 +362,8 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
     }
 
     static func write(_ db: Database, _ o: StorageObject) throws {
-        let custom = JSON.object(o.custom.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }).serialized()
-        let tokens = JSON.array(o.downloadTokens.map { .string($0) }).serialized()
+        let custom = StoredObjectFields.encodeCustom(o.custom)
+        let tokens = StoredObjectFields.encodeTokens(o.downloadTokens)
         try db.execute(
             sql: """
                 INSERT OR REPLACE INTO storage_objects(bucket, name, generation, metageneration, size, content_type, md5, crc32c,
@@ -386,13 +386,8 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
 
     /// A row of ``objectColumns``.
     static func decode(_ row: Row) -> StorageObject {
-        var custom: [String: String] = [:]
-        let customText: String = row[15]
-        if customText != "{}", let json = try? JSON.parse(Array(customText.utf8)) {
-            for (k, v) in json.objectValue ?? [] { custom[k] = v.stringValue }
-        }
-        let tokensText: String = row[16]
-        let tokens = tokensText == "[]" ? [] : (try? JSON.parse(Array(tokensText.utf8)))?.arrayValue?.compactMap(\.stringValue) ?? []
+        let custom = StoredObjectFields.decodeCustom(row[15])
+        let tokens = StoredObjectFields.decodeTokens(row[16])
         let md5: Data = row[6]
         let crc: Int64 = row[7]
         return StorageObject(
@@ -401,29 +396,6 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
             etag: row[8], created: Timestamp(microseconds: row[9]), updated: Timestamp(microseconds: row[10]),
             cacheControl: row[11], contentDisposition: row[12], contentEncoding: row[13],
             contentLanguage: row[14], custom: custom, downloadTokens: tokens, blobID: row[17])
-    }
-
-    /// A multipart upload's attributes as stored (JSON).
-    static func encodeAttributes(_ a: ObjectAttributes) -> String {
-        var m: [(String, JSON)] = []
-        func put(_ k: String, _ v: String?) { if let v { m.append((k, .string(v))) } }
-        put("contentType", a.contentType)
-        put("cacheControl", a.cacheControl)
-        put("contentDisposition", a.contentDisposition)
-        put("contentEncoding", a.contentEncoding)
-        put("contentLanguage", a.contentLanguage)
-        m.append(("custom", .object(a.custom.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })))
-        return JSON.object(m).serialized()
-    }
-
-    static func decodeAttributes(_ s: String) -> ObjectAttributes {
-        guard let j = try? JSON.parse(Array(s.utf8)) else { return ObjectAttributes() }
-        var a = ObjectAttributes(
-            contentType: j["contentType"]?.stringValue, cacheControl: j["cacheControl"]?.stringValue,
-            contentDisposition: j["contentDisposition"]?.stringValue, contentEncoding: j["contentEncoding"]?.stringValue,
-            contentLanguage: j["contentLanguage"]?.stringValue)
-        for (k, v) in j["custom"]?.objectValue ?? [] { a.custom[k] = v.stringValue }
-        return a
     }
 }
 

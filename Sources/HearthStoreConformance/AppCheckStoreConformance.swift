@@ -5,17 +5,9 @@ import HearthCore
 /// The scenarios every ``AppCheckStore`` passes — in-memory, SQLite, PostgreSQL — run by each
 /// backend's test target with a factory for a fresh, empty store.
 public enum AppCheckStoreConformance {
-    public typealias MakeStore = @Sendable () async throws -> any AppCheckStore
-
     /// One scenario, named for the test report.
-    public struct Case: Sendable, CustomTestStringConvertible {
-        public let name: String
-        let body: @Sendable (MakeStore) async throws -> Void
-
-        public var testDescription: String { name }
-
-        public func run(_ make: MakeStore) async throws { try await body(make) }
-    }
+    public typealias Case = StoreConformanceCase<any AppCheckStore>
+    public typealias MakeStore = Case.MakeStore
 
     public static let all: [Case] = [
         Case(name: "appsAreRegisteredOnceAndRemovedWithTheirDebugTokens", body: appsAreRegisteredOnceAndRemovedWithTheirDebugTokens),
@@ -24,9 +16,7 @@ public enum AppCheckStoreConformance {
     ]
 
     /// Every scenario in turn, each on a fresh store.
-    public static func runAll(make: MakeStore) async throws {
-        for scenario in all { try await scenario.run(make) }
-    }
+    public static func runAll(make: MakeStore) async throws { try await Case.runAll(all, make: make) }
 
     static let app = "1:123456789012:ios:0a1b2c3d"
     static let web = "1:123456789012:web:ffff"

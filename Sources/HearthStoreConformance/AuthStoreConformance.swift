@@ -16,38 +16,27 @@ public import Testing
 ///
 /// or all at once with ``runAll(make:)``.
 public enum AuthStoreConformance {
-    public typealias Factory = @Sendable () async throws -> any AuthStore
-
     /// One named scenario.
-    public struct Scenario: Sendable, CustomTestStringConvertible {
-        public let name: String
-        let body: @Sendable (any AuthStore) async throws -> Void
-
-        public var testDescription: String { name }
-
-        /// Runs the scenario on a fresh store from `make`.
-        public func run(make: Factory) async throws { try await body(try await make()) }
-    }
+    public typealias Scenario = StoreConformanceCase<any AuthStore>
+    public typealias Factory = Scenario.MakeStore
 
     public static let scenarios: [Scenario] = [
-        Scenario(name: "accounts round-trip and are found by every key", body: accountsRoundTrip),
-        Scenario(name: "accounts list in uid order, after a uid, up to a limit", body: accountListing),
-        Scenario(name: "emails, phone numbers and provider users are unique", body: uniqueness),
-        Scenario(name: "a failed change set applies nothing", body: atomicity),
-        Scenario(name: "every kind of expectation is checked", body: expectations),
-        Scenario(name: "deleting an account deletes its tokens and codes", body: accountDeletionCascades),
-        Scenario(name: "deleting all accounts keeps the project's configuration", body: deleteAllKeepsConfiguration),
-        Scenario(name: "codes are listed oldest first and expire", body: codesAndExpiry),
-        Scenario(name: "service accounts, provider configs and settings", body: configuration),
-        Scenario(name: "a single-use code is consumed once under concurrency", body: singleUseUnderConcurrency),
-        Scenario(name: "concurrent updates of one account: exactly one wins", body: concurrentUpdates),
-        Scenario(name: "concurrent claims of one email: exactly one wins", body: concurrentEmailClaims),
+        Scenario(name: "accounts round-trip and are found by every key", store: accountsRoundTrip),
+        Scenario(name: "accounts list in uid order, after a uid, up to a limit", store: accountListing),
+        Scenario(name: "emails, phone numbers and provider users are unique", store: uniqueness),
+        Scenario(name: "a failed change set applies nothing", store: atomicity),
+        Scenario(name: "every kind of expectation is checked", store: expectations),
+        Scenario(name: "deleting an account deletes its tokens and codes", store: accountDeletionCascades),
+        Scenario(name: "deleting all accounts keeps the project's configuration", store: deleteAllKeepsConfiguration),
+        Scenario(name: "codes are listed oldest first and expire", store: codesAndExpiry),
+        Scenario(name: "service accounts, provider configs and settings", store: configuration),
+        Scenario(name: "a single-use code is consumed once under concurrency", store: singleUseUnderConcurrency),
+        Scenario(name: "concurrent updates of one account: exactly one wins", store: concurrentUpdates),
+        Scenario(name: "concurrent claims of one email: exactly one wins", store: concurrentEmailClaims),
     ]
 
     /// Runs every scenario, each on a fresh store from `make`.
-    public static func runAll(make: Factory) async throws {
-        for scenario in scenarios { try await scenario.run(make: make) }
-    }
+    public static func runAll(make: Factory) async throws { try await Scenario.runAll(scenarios, make: make) }
 
     // MARK: Fixtures
 

@@ -10,17 +10,9 @@ import HearthCore
 ///         try await scenario.run { try makeStore() }
 ///     }
 public enum DatabaseTreeStoreConformance {
-    public typealias MakeStore = @Sendable () async throws -> any DatabaseTreeStore
-
     /// One scenario, named for the test report.
-    public struct Case: Sendable, CustomTestStringConvertible {
-        public let name: String
-        let body: @Sendable (MakeStore) async throws -> Void
-
-        public var testDescription: String { name }
-
-        public func run(_ make: MakeStore) async throws { try await body(make) }
-    }
+    public typealias Case = StoreConformanceCase<any DatabaseTreeStore>
+    public typealias MakeStore = Case.MakeStore
 
     public static let all: [Case] = [
         Case(name: "subtreeIsExactlyTheNodeAndItsDescendants", body: subtreeIsExactlyTheNodeAndItsDescendants),
@@ -32,9 +24,7 @@ public enum DatabaseTreeStoreConformance {
     ]
 
     /// Every scenario in turn, each on a fresh store.
-    public static func runAll(make: MakeStore) async throws {
-        for scenario in all { try await scenario.run(make) }
-    }
+    public static func runAll(make: MakeStore) async throws { try await Case.runAll(all, make: make) }
 
     static func subtreeIsExactlyTheNodeAndItsDescendants(_ make: MakeStore) async throws {
         let store = try await make()

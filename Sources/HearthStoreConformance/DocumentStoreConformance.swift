@@ -12,22 +12,12 @@ public import Testing
 /// ```swift
 /// @Test(arguments: DocumentStoreConformance.cases)
 /// func conformance(_ scenario: DocumentStoreConformance.Case) async throws {
-///     try await scenario.run(try MyStore.fresh())
+///     try await scenario.run { try MyStore.fresh() }
 /// }
 /// ```
 public enum DocumentStoreConformance {
-    /// One scenario: give it a fresh, empty store.
-    public struct Case: Sendable, CustomTestStringConvertible {
-        public let name: String
-        public let run: @Sendable (any DocumentStore) async throws -> Void
-
-        init(_ name: String, _ run: @escaping @Sendable (any DocumentStore) async throws -> Void) {
-            self.name = name
-            self.run = run
-        }
-
-        public var testDescription: String { name }
-    }
+    /// One scenario: give it a factory of fresh, empty stores.
+    public typealias Case = StoreConformanceCase<any DocumentStore>
 
     /// Every scenario.
     public static let cases: [Case] = [
@@ -51,9 +41,7 @@ public enum DocumentStoreConformance {
     ]
 
     /// Runs every scenario, each on a store `make` creates fresh.
-    public static func runAll(make: @Sendable () async throws -> any DocumentStore) async throws {
-        for c in cases { try await c.run(try await make()) }
-    }
+    public static func runAll(make: Case.MakeStore) async throws { try await Case.runAll(cases, make: make) }
 
     static let db = "(default)"
 
@@ -461,4 +449,10 @@ extension [String] {
 
 final class PlanCounter: Sendable {
     let count = Mutex(0)
+}
+
+extension StoreConformanceCase where Store == any DocumentStore {
+    init(_ name: String, _ run: @escaping @Sendable (any DocumentStore) async throws -> Void) {
+        self.init(name: name, store: run)
+    }
 }

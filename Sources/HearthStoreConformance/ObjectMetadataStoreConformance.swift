@@ -5,17 +5,9 @@ public import Testing
 /// The scenarios every ``ObjectMetadataStore`` passes — in-memory, SQLite, PostgreSQL — run by
 /// each backend's test target with a factory for a fresh, empty store.
 public enum ObjectMetadataStoreConformance {
-    public typealias MakeStore = @Sendable () async throws -> any ObjectMetadataStore
-
     /// One scenario, named for the test report.
-    public struct Case: Sendable, CustomTestStringConvertible {
-        public let name: String
-        let body: @Sendable (MakeStore) async throws -> Void
-
-        public var testDescription: String { name }
-
-        public func run(_ make: MakeStore) async throws { try await body(make) }
-    }
+    public typealias Case = StoreConformanceCase<any ObjectMetadataStore>
+    public typealias MakeStore = Case.MakeStore
 
     public static let all: [Case] = [
         Case(name: "bucketsAreCreatedOnceListedInByteOrderAndDeletedOnlyWhenEmpty", body: bucketsAreCreatedOnceListedInByteOrderAndDeletedOnlyWhenEmpty),
@@ -29,9 +21,7 @@ public enum ObjectMetadataStoreConformance {
     ]
 
     /// Every scenario in turn, each on a fresh store.
-    public static func runAll(make: MakeStore) async throws {
-        for scenario in all { try await scenario.run(make) }
-    }
+    public static func runAll(make: MakeStore) async throws { try await Case.runAll(all, make: make) }
 
     /// Fails unless `body` throws a ``HearthError`` with `code`.
     public static func expectError<T>(_ code: ErrorCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T) async {

@@ -13,10 +13,10 @@ struct DocumentStoreConformanceTests {
     func conformance(_ backend: Backend, _ scenario: DocumentStoreConformance.Case) async throws {
         switch backend {
         case .sqliteInMemory:
-            try await scenario.run(try SQLiteDocumentStore.inMemory())
+            try await scenario.run { try SQLiteDocumentStore.inMemory() }
         case .sqliteFile:
             try await withTemporaryDirectory { dir in
-                try await scenario.run(try SQLiteDocumentStore(path: dir.appendingPathComponent("hearth.sqlite").path))
+                try await scenario.run { try SQLiteDocumentStore(path: dir.appendingPathComponent("hearth.sqlite").path) }
             }
         }
     }

@@ -1,31 +1,31 @@
 import HearthCore
-import HearthStorage
 
 /// The JSON texts an object row keeps for its custom metadata, download tokens and a multipart
-/// upload's attributes — the same texts `SQLiteObjectMetadataStore` writes, so a row reads the
-/// same from either store (and a future copy between them is a plain column copy).
-enum StoredObjectFields {
-    static func encodeCustom(_ custom: [String: String]) -> String {
+/// upload's attributes — one encoding for every ``ObjectMetadataStore`` backend (SQLite and
+/// PostgreSQL), so a row reads the same from either store (and a copy between them is a plain
+/// column copy).
+package enum StoredObjectFields {
+    package static func encodeCustom(_ custom: [String: String]) -> String {
         JSON.object(custom.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }).serialized()
     }
 
-    static func decodeCustom(_ text: String) -> [String: String] {
+    package static func decodeCustom(_ text: String) -> [String: String] {
         guard text != "{}", let json = try? JSON.parse(Array(text.utf8)) else { return [:] }
         var custom: [String: String] = [:]
         for (key, value) in json.objectValue ?? [] { custom[key] = value.stringValue }
         return custom
     }
 
-    static func encodeTokens(_ tokens: [String]) -> String {
+    package static func encodeTokens(_ tokens: [String]) -> String {
         JSON.array(tokens.map { .string($0) }).serialized()
     }
 
-    static func decodeTokens(_ text: String) -> [String] {
+    package static func decodeTokens(_ text: String) -> [String] {
         guard text != "[]" else { return [] }
         return (try? JSON.parse(Array(text.utf8)))?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
-    static func encodeAttributes(_ attributes: ObjectAttributes) -> String {
+    package static func encodeAttributes(_ attributes: ObjectAttributes) -> String {
         var members: [(String, JSON)] = []
         func put(_ key: String, _ value: String?) { if let value { members.append((key, .string(value))) } }
         put("contentType", attributes.contentType)
@@ -37,7 +37,7 @@ enum StoredObjectFields {
         return JSON.object(members).serialized()
     }
 
-    static func decodeAttributes(_ text: String) -> ObjectAttributes {
+    package static func decodeAttributes(_ text: String) -> ObjectAttributes {
         guard let json = try? JSON.parse(Array(text.utf8)) else { return ObjectAttributes() }
         var attributes = ObjectAttributes(
             contentType: json["contentType"]?.stringValue, cacheControl: json["cacheControl"]?.stringValue,
