@@ -1,6 +1,7 @@
 import Foundation
 import HearthFirestoreProto
 import GRPCCore
+import GRPCNIOTransportHTTP2
 import SwiftProtobuf
 import Synchronization
 
@@ -78,7 +79,7 @@ struct ListenLoop: Sendable {
                     for try await message in response.messages {
                         box.heard.withLock { $0 = true }
                         onMessage()
-                        let snapshot: ([String: Google_Firestore_V1_Document], Set<String>, Data, Google_Protobuf_Timestamp)? = try box.state.withLock { s in
+                        let snapshot: ([String: Google_Firestore_V1_Document], Set<String>, Data, Google_Protobuf_Timestamp, Set<String>)? = try box.state.withLock { s in
                             switch message.responseType {
                             case .documentChange(let change):
                                 guard change.document.name.hasPrefix(prefix) else {
@@ -87,14 +88,17 @@ struct ListenLoop: Sendable {
                                 if change.targetIds.contains(targetID) { s.docs[change.document.name] = change.document }
                                 else if change.removedTargetIds.contains(targetID) { s.docs.removeValue(forKey: change.document.name) }
                                 s.changed.insert(change.document.name)
+                                s.dropped.remove(change.document.name)
                             case .documentDelete(let delete):
                                 guard delete.document.hasPrefix(prefix) else { throw MalformedResponse("a document delete outside this database") }
                                 s.docs.removeValue(forKey: delete.document)
                                 s.changed.insert(delete.document)
+                                s.dropped.remove(delete.document)
                             case .documentRemove(let remove):
                                 guard remove.document.hasPrefix(prefix) else { throw MalformedResponse("a document remove outside this database") }
                                 s.docs.removeValue(forKey: remove.document)
                                 s.changed.insert(remove.document)
+                                s.dropped.remove(remove.document)
                             case .filter(let filter):
                                 if filter.targetID == targetID && Int(filter.count) != s.docs.count {
                                     // The server's count disagrees: start over without the token.
@@ -105,8 +109,14 @@ struct ListenLoop: Sendable {
                                 switch change.targetChangeType {
                                 case .current: if change.targetIds.isEmpty || change.targetIds.contains(targetID) { s.current = true }
                                 case .reset:
+                                    // Watch re-sends what still matches, then CURRENT: until then the
+                                    // target is not current and no snapshot is shown (as the other SDKs
+                                    // reset a target), so a global snapshot between the RESET and the
+                                    // re-adds cannot drop documents that never left.
                                     s.changed.formUnion(s.docs.keys)
+                                    s.dropped.formUnion(s.docs.keys)
                                     s.docs = [:]
+                                    if change.targetIds.isEmpty || change.targetIds.contains(targetID) { s.current = false }
                                 case .remove:
                                     let status = change.cause
                                     throw (FirestoreErrorCode(rawValue: Int(status.code)) ?? .unknown).error(status.message)
@@ -114,14 +124,27 @@ struct ListenLoop: Sendable {
                                 }
                                 if !change.resumeToken.isEmpty, change.targetIds.isEmpty || change.targetIds.contains(targetID) { s.resume = change.resumeToken }
                                 if change.targetIds.isEmpty, change.hasReadTime, s.current {
-                                    defer { s.changed = [] }
-                                    return (s.docs, s.changed, s.resume, change.readTime)
+                                    defer { s.changed = []; s.dropped = [] }
+                                    return (s.docs, s.changed, s.resume, change.readTime, s.dropped.subtracting(s.docs.keys))
                                 }
                             case nil: break
                             }
                             return nil
                         }
-                        if let snapshot {
+                        if var snapshot {
+                            if !snapshot.4.isEmpty {
+                                // Documents a RESET took out and Watch did not send again: Google's
+                                // emulator sends a RESET after a resumed target's documents, so this
+                                // may mean nothing left. Look them up (as the other SDKs resolve
+                                // limbo documents) before showing the target without them: those
+                                // that exist stay members, with their current contents, and the
+                                // local query decides whether they still match.
+                                let found = try await Self.lookUp(snapshot.4, stub: stub, metadata: md, database: firestore.databaseName)
+                                box.state.withLock { s in
+                                    for (name, document) in found where s.docs[name] == nil { s.docs[name] = document }
+                                }
+                                for (name, document) in found where snapshot.0[name] == nil { snapshot.0[name] = document }
+                            }
                             delivered.withLock { $0 = true }
                             deliver(snapshot.0, snapshot.1, snapshot.2, snapshot.3)
                         }
@@ -164,12 +187,29 @@ struct ListenLoop: Sendable {
 
     struct ListenReset: Error {}
 
+    /// The documents of `names` that exist now (BatchGetDocuments), by name.
+    static func lookUp(
+        _ names: Set<String>, stub: Google_Firestore_V1_Firestore.Client<HTTP2ClientTransport.Posix>, metadata: Metadata, database: String
+    ) async throws -> [String: Google_Firestore_V1_Document] {
+        var request = Google_Firestore_V1_BatchGetDocumentsRequest()
+        request.database = database
+        request.documents = names.sorted()
+        return try await stub.batchGetDocuments(request, metadata: metadata) { response in
+            var found: [String: Google_Firestore_V1_Document] = [:]
+            for try await message in response.messages {
+                if case .found(let document) = message.result { found[document.name] = document }
+            }
+            return found
+        }
+    }
+
     /// One attempt's state, shared with the response handler.
     final class AttemptState: Sendable {
-        let state: Mutex<(resume: Data, docs: [String: Google_Firestore_V1_Document], current: Bool, changed: Set<String>)>
+        /// `dropped`: documents a RESET took out that Watch has not sent again since (see `confirm`).
+        let state: Mutex<(resume: Data, docs: [String: Google_Firestore_V1_Document], current: Bool, changed: Set<String>, dropped: Set<String>)>
         let heard: Mutex<Bool> = Mutex(false)
         init(resume: Data, docs: [String: Google_Firestore_V1_Document]) {
-            state = Mutex((resume: resume, docs: docs, current: false, changed: []))
+            state = Mutex((resume: resume, docs: docs, current: false, changed: [], dropped: []))
         }
     }
 
