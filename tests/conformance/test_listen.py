@@ -207,11 +207,13 @@ def test_listener_resumes_after_server_restart(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def listen(server, requests, timeout=10.0, metadata=(("authorization", "Bearer owner"),)):
+def listen(server, requests, timeout=10.0, metadata=(("authorization", "Bearer owner"),), until=None):
     # Google's emulator needs the routing header the client libraries send; Hearth does not.
     prefix = next((r.database for r in requests if not isinstance(r, bytes) and r.database), DB)
     metadata = tuple(metadata) + (("google-cloud-resource-prefix", prefix),)
-    """Sends the requests (then keeps the stream open briefly) and returns (responses, error)."""
+    """Sends the requests (then keeps the stream open briefly) and returns (responses, error). The
+    request side closes after the first global snapshot, or, with `until`, once `until(responses)`
+    holds after a global snapshot (targets judged by rules may end after the first one)."""
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     call = channel.stream_stream(
         "/google.firestore.v1.Firestore/Listen",
@@ -224,12 +226,14 @@ def listen(server, requests, timeout=10.0, metadata=(("authorization", "Bearer o
         yield from requests
         done.wait(2.0)
 
-    responses, error = [], None
+    responses, error, seen_global = [], None, False
     try:
         for r in call(gen(), metadata=metadata, timeout=timeout):
             responses.append(r)
             tc = r.target_change
             if tc.target_change_type == fs_types.TargetChange.TargetChangeType.NO_CHANGE and not tc.target_ids and tc.read_time:
+                seen_global = True
+            if seen_global and (until is None or until(responses)):
                 done.set()
     except grpc.RpcError as e:
         error = e
@@ -322,8 +326,13 @@ service cloud.firestore {
         return fs_types.ListenRequest(database=db, add_target=fs_types.Target(
             target_id=target_id, documents=fs_types.Target.DocumentsTarget(documents=[f"{db}/documents/{p}" for p in paths])))
 
+    def both_removed(responses):
+        ended = {t for r in responses for t in r.target_change.target_ids
+                 if r.target_change.target_change_type == fs_types.TargetChange.TargetChangeType.REMOVE}
+        return {2, 3} <= ended
+
     responses, _ = listen(server, [add_docs(1, "users/alice"), add_docs(2, "users/bob"), add_query(3, "users", db=db)],
-                          metadata=(("authorization", "Bearer " + token("alice")),))
+                          metadata=(("authorization", "Bearer " + token("alice")),), until=both_removed)
     removed = {}
     docs = set()
     for resp in responses:
