@@ -177,7 +177,7 @@ struct Serve: AsyncParsableCommand {
                 var h: any LogHandler =
                     format == "json"
                     ? JSONLogHandler(label: label, metadataProvider: provider)
-                    : StreamLogHandler.standardError(label: label, metadataProvider: provider)
+                    : DeferredMetadataLogHandler(StreamLogHandler.standardError(label: label, metadataProvider: provider))
                 h.logLevel = level
                 return MultiplexLogHandler([h, recentErrors.handler(label: label)])
             }, metadataProvider: HearthLogging.metadataProvider)

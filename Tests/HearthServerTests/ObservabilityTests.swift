@@ -55,4 +55,53 @@ import Testing
             #expect(HearthLogging.metadataProvider.get()["request_id"] == .string("r-42"))
         }
     }
+
+    /// Records what reaches it.
+    final class Recorder: @unchecked Sendable {
+        var events: [(String, Logger.Metadata?)] = []
+    }
+
+    struct RecordingHandler: LogHandler {
+        let recorder: Recorder
+        var logLevel: Logger.Level = .trace
+        var metadata: Logger.Metadata = [:]
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) { recorder.events.append(("\(event.message)", event.metadata)) }
+    }
+
+    @Test func deferredMetadataReachesTheHandlerOnlyWhenLogged() {
+        let recorder = Recorder()
+        var logger = Logger(label: "t") { _ in DeferredMetadataLogHandler(RecordingHandler(recorder: recorder)) }
+        logger[metadataKey: "hb.request.id"] = "1"
+        logger[metadataKey: "shadowed"] = "handler"
+        #expect(recorder.events.isEmpty)
+        #expect(logger[metadataKey: "hb.request.id"] == "1")
+        logger.info("one", metadata: ["shadowed": "explicit", "x": "y"])
+        logger.info("two")
+        #expect(recorder.events.count == 2)
+        #expect(recorder.events[0].1 == ["hb.request.id": "1", "shadowed": "explicit", "x": "y"])
+        #expect(recorder.events[1].1 == ["hb.request.id": "1", "shadowed": "handler"])
+        logger.logLevel = .error
+        logger.info("dropped")
+        #expect(recorder.events.count == 2)
+    }
+
+    @Test func credentialsAreTrimmedLikeFoundationsWhitespaceSet() {
+        for header in ["Bearer abc", "  Bearer abc  ", "\tBearer\u{00A0}\u{2003} abc\t", "Firebase x y ", "bearer \u{3000}tok\u{3000}", "Bearer \n", "Bearer  "] {
+            let foundation: String? = {
+                let trimmed = header.trimmingCharacters(in: .whitespaces)
+                guard let space = trimmed.firstIndex(of: " ") else { return nil }
+                let scheme = trimmed[..<space].lowercased()
+                guard scheme == "bearer" || scheme == "firebase" else { return nil }
+                let token = trimmed[space...].trimmingCharacters(in: .whitespaces)
+                return token.isEmpty ? nil : token
+            }()
+            #expect(Authenticator.credential(header) == foundation, "\(header.debugDescription)")
+        }
+        #expect(Authenticator.credential("Bearer abc") == "abc")
+        #expect(Authenticator.credential("Bearer  ") == nil)
+    }
 }

@@ -40,12 +40,24 @@ public struct Authenticator: Sendable {
     /// The credential in an `Authorization` header (`Bearer x` or `Firebase x`), if any.
     public static func credential(_ authorization: String?) -> String? {
         guard let authorization else { return nil }
-        let trimmed = authorization.trimmingCharacters(in: .whitespaces)
+        let trimmed = trimmingWhitespace(authorization[...])
         guard let space = trimmed.firstIndex(of: " ") else { return nil }
         let scheme = trimmed[..<space].lowercased()
         guard scheme == "bearer" || scheme == "firebase" else { return nil }
-        let token = trimmed[space...].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        let token = trimmingWhitespace(trimmed[space...])
+        return token.isEmpty ? nil : String(token)
+    }
+
+    /// `text` without leading and trailing `CharacterSet.whitespaces` (general category Zs and
+    /// tab), in Swift: Foundation's trimming bridged through `NSString` on every request (1% of
+    /// a REST create's server time).
+    static func trimmingWhitespace(_ text: Substring) -> Substring {
+        func isWhitespace(_ u: Unicode.Scalar) -> Bool { u == "\t" || u.properties.generalCategory == .spaceSeparator }
+        let scalars = text.unicodeScalars
+        var start = scalars.startIndex, end = scalars.endIndex
+        while start < end, isWhitespace(scalars[start]) { start = scalars.index(after: start) }
+        while end > start, isWhitespace(scalars[scalars.index(before: end)]) { end = scalars.index(before: end) }
+        return Substring(scalars[start..<end])
     }
 
     /// Resolves the caller of a request from its `Authorization` header.
