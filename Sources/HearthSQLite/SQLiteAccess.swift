@@ -16,18 +16,29 @@ struct SQLiteAccess {
             createTime: Timestamp(microseconds: create), updateTime: Timestamp(microseconds: update))
     }
 
+    /// The name keys of every document below `path` (a collection, a document or the root), at
+    /// any depth: ``IndexKey/appendPath(_:descending:to:)`` writes each segment after an entry
+    /// mark (0x02) and ends with an end mark (0x01), so they all start with the path's key minus
+    /// its end mark, then an entry mark.
+    static func keysBelow(_ path: ResourcePath) -> KeyRange {
+        var prefix = IndexKey.encodePath(path)
+        prefix.removeLast()  // the end mark
+        prefix.append(0x02)  // another segment follows
+        return KeyRange(lower: prefix, upper: IndexKey.successor(ofPrefix: prefix))
+    }
+
     func document(_ database: String, _ path: ResourcePath) throws -> Document? {
         let stmt = try db.cachedStatement(
-            sql: "SELECT data, create_us, update_us FROM documents WHERE db = ? AND parent = ? AND name_key = ?")
-        guard let row = try Row.fetchOne(stmt, arguments: [database, path.parent.text, Self.data(IndexKey.encodePath(path))])
+            sql: "SELECT data, create_us, update_us FROM documents WHERE db = ? AND collection_id = ? AND name_key = ?")
+        guard let row = try Row.fetchOne(stmt, arguments: [database, path.collectionId, Self.data(IndexKey.encodePath(path))])
         else { return nil }
         return try decodeDocument(path: path, data: row[0], create: row[1], update: row[2])
     }
 
     /// A document's update time (nil: missing), without decoding it.
     func updateTime(_ database: String, _ path: ResourcePath) throws -> Timestamp? {
-        let stmt = try db.cachedStatement(sql: "SELECT update_us FROM documents WHERE db = ? AND parent = ? AND name_key = ?")
-        return try Int64.fetchOne(stmt, arguments: [database, path.parent.text, Self.data(IndexKey.encodePath(path))])
+        let stmt = try db.cachedStatement(sql: "SELECT update_us FROM documents WHERE db = ? AND collection_id = ? AND name_key = ?")
+        return try Int64.fetchOne(stmt, arguments: [database, path.collectionId, Self.data(IndexKey.encodePath(path))])
             .map { Timestamp(microseconds: $0) }
     }
 
@@ -139,40 +150,72 @@ struct SQLiteAccess {
         return try Int.fetchOne(stmt, arguments: [database, limit]) ?? 0
     }
 
+    /// The documents of a scope. The primary key is (db, collection_id, name_key): a collection
+    /// group is one run of it in name order, a collection the part of its group's run below the
+    /// collection's path (less documents of same-named collections deeper down, filtered by
+    /// `parent`), and the descendants of a path that part of every collection id's run.
     func scanDocuments(
         _ database: String, _ scope: IndexScope, _ range: KeyRange, reverse: Bool, _ visit: (Document) throws -> Bool
     ) throws {
-        let (column, value): (String, String)
         switch scope {
-        case .collection(let p): (column, value) = ("parent", p.text)
-        case .group(let id): (column, value) = ("collection_id", id)
+        case .collection(let p):
+            try scanCollectionID(database, p.lastSegment, range.intersection(Self.keysBelow(p)), parent: p.text, reverse: reverse, visit)
+        case .group(let id):
+            try scanCollectionID(database, id, range, parent: nil, reverse: reverse, visit)
         case .descendants(let parent):
-            // Documents below `parent` are those whose parent collection lies below it.
-            let rows: RowCursor
             if parent.isRoot {
                 let stmt = try db.cachedStatement(sql: "SELECT path, data, create_us, update_us FROM documents WHERE db = ?")
-                rows = try Row.fetchCursor(stmt, arguments: [database])
-            } else {
-                let stmt = try db.cachedStatement(
-                    sql: "SELECT path, data, create_us, update_us FROM documents WHERE db = ? AND parent >= ? AND parent < ?")
-                rows = try Row.fetchCursor(stmt, arguments: [database, parent.text + "/", parent.text + "0"])
+                let rows = try Row.fetchCursor(stmt, arguments: [database])
+                while let row = try rows.next() {
+                    let doc = try decodeDocument(path: ResourcePath(parsing: row[0]), data: row[1], create: row[2], update: row[3])
+                    if try !visit(doc) { return }
+                }
+                return
             }
-            while let row = try rows.next() {
-                let doc = try decodeDocument(path: ResourcePath(parsing: row[0]), data: row[1], create: row[2], update: row[3])
-                if try !visit(doc) { return }
+            // Unordered: each collection id's run below `parent` in turn.
+            let below = Self.keysBelow(parent)
+            var stopped = false
+            for id in try collectionIDsInUse(database) where !stopped {
+                try scanCollectionID(database, id, below, parent: nil, reverse: false) { doc in
+                    stopped = try !visit(doc)
+                    return !stopped
+                }
             }
-            return
         }
-        // `column` is one of two constants above, never user input.
-        let sql = "SELECT path, data, create_us, update_us FROM documents WHERE db = ? AND \(column) = ?"
-            + Self.rangeSQL(range, column: "name_key") + " ORDER BY name_key" + (reverse ? " DESC" : "")
+    }
+
+    /// The documents with one collection id whose name keys lie in `range` (and, if given, whose
+    /// parent collection is `parent`), in name order.
+    func scanCollectionID(
+        _ database: String, _ id: String, _ range: KeyRange, parent: String?, reverse: Bool, _ visit: (Document) throws -> Bool
+    ) throws {
+        if range.isEmpty { return }
+        let sql = "SELECT path, data, create_us, update_us FROM documents WHERE db = ? AND collection_id = ?"
+            + Self.rangeSQL(range, column: "name_key") + (parent == nil ? "" : " AND parent = ?")
+            + " ORDER BY name_key" + (reverse ? " DESC" : "")
         let stmt = try db.cachedStatement(sql: sql)
-        let args: [any DatabaseValueConvertible] = [database, value] + Self.rangeArguments(range)
+        var args: [any DatabaseValueConvertible] = [database, id] + Self.rangeArguments(range)
+        if let parent { args.append(parent) }
         let rows = try Row.fetchCursor(stmt, arguments: StatementArguments(args))
         while let row = try rows.next() {
             let doc = try decodeDocument(path: ResourcePath(parsing: row[0]), data: row[1], create: row[2], update: row[3])
             if try !visit(doc) { return }
         }
+    }
+
+    /// Every collection id that holds a document of `database`, in byte order (a skip-scan of
+    /// the primary key: one lookup per id).
+    func collectionIDsInUse(_ database: String) throws -> [String] {
+        let first = try db.cachedStatement(sql: "SELECT collection_id FROM documents WHERE db = ? ORDER BY collection_id LIMIT 1")
+        let after = try db.cachedStatement(
+            sql: "SELECT collection_id FROM documents WHERE db = ? AND collection_id > ? ORDER BY collection_id LIMIT 1")
+        var ids: [String] = []
+        var next = try String.fetchOne(first, arguments: [database])
+        while let id = next {
+            ids.append(id)
+            next = try String.fetchOne(after, arguments: [database, id])
+        }
+        return ids
     }
 
     func scanIndex(_ database: String, scope: String, _ range: KeyRange, reverse: Bool, _ visit: (IndexEntry) throws -> Bool) throws {
@@ -187,46 +230,44 @@ struct SQLiteAccess {
         }
     }
 
-    /// Skip-scan over parent collections: each step finds the next parent collection path
-    /// below `parent`; the id is its first segment. A collection's own path and the paths
-    /// below it ("id/…") are not contiguous ("id-x" sorts between), so each step either moves
-    /// just past an exact match or jumps over the whole "id/" range; the cursor only grows.
+    /// Skip-scan, in each collection id's run, over the name keys below `parent`: each step finds
+    /// the next document below it, whose path names one collection directly under `parent`, then
+    /// jumps past every key below that collection (its key minus the end mark, then 0x03).
     func collectionIds(_ database: String, parent: ResourcePath) throws -> [String] {
-        let prefix = parent.isRoot ? "" : parent.text + "/"
-        let end: String? = parent.isRoot ? nil : parent.text + "0"  // '0' follows '/'
-        let upper = end == nil ? "" : " AND parent < ?"
-        let atLeast = try db.cachedStatement(sql: "SELECT parent FROM documents WHERE db = ? AND parent >= ?\(upper) ORDER BY parent LIMIT 1")
-        let after = try db.cachedStatement(sql: "SELECT parent FROM documents WHERE db = ? AND parent > ?\(upper) ORDER BY parent LIMIT 1")
-        func fetch(_ stmt: Statement, _ from: String) throws -> String? {
-            try String.fetchOne(stmt, arguments: StatementArguments([database, from] + (end.map { [$0] } ?? [])))
-        }
+        let below = Self.keysBelow(parent)
+        guard let lower = below.lower, let upper = below.upper else { return [] }
+        let depth = parent.segments.count
+        let stmt = try db.cachedStatement(
+            sql: "SELECT path FROM documents WHERE db = ? AND collection_id = ? AND name_key >= ? AND name_key < ? ORDER BY name_key LIMIT 1")
         var ids: [String] = []
-        var seen = Set<[UInt8]>()
-        var next = try fetch(atLeast, prefix)
-        while let found = next, found.hasPrefix(prefix) {
-            let rest = found.dropFirst(prefix.count)
-            let id = String(rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)])
-            if seen.insert(Array(id.utf8)).inserted { ids.append(id) }
-            if found.utf8.elementsEqual((prefix + id).utf8) {
-                next = try fetch(after, found)
-            } else {
-                next = try fetch(atLeast, prefix + id + "0")
+        var seen = Set<String>()
+        for collectionID in try collectionIDsInUse(database) {
+            var from = lower
+            while let path = try String.fetchOne(stmt, arguments: [database, collectionID, Self.data(from), Self.data(upper)]) {
+                let segments = ResourcePath(parsing: path).segments
+                guard segments.count > depth else { break }
+                let id = segments[depth]
+                if seen.insert(id).inserted { ids.append(id) }
+                from = IndexKey.encodePath(parent.appending(id))
+                from[from.count - 1] = 0x03  // past the end mark and every entry mark after the collection's key
             }
         }
         return ids.sorted { ValueOrdering.compareUTF8($0, $1) < 0 }
     }
 
-    func hasDescendants(_ database: String, _ path: ResourcePath) throws -> Bool {
-        let stmt = try db.cachedStatement(sql: "SELECT 1 FROM documents WHERE db = ? AND parent >= ? AND parent < ? LIMIT 1")
-        return try Bool.fetchOne(stmt, arguments: [database, path.text + "/", path.text + "0"]) != nil
-    }
-
+    /// The document paths one level below `collection` that have documents deeper down.
     func descendantParents(_ database: String, collection: ResourcePath) throws -> [ResourcePath] {
-        let stmt = try db.cachedStatement(sql: "SELECT DISTINCT parent FROM documents WHERE db = ? AND parent >= ? AND parent < ?")
+        let below = Self.keysBelow(collection)
+        guard let lower = below.lower, let upper = below.upper else { return [] }
+        let stmt = try db.cachedStatement(
+            sql: "SELECT path FROM documents WHERE db = ? AND collection_id = ? AND name_key >= ? AND name_key < ? AND parent != ?")
         var out = Set<ResourcePath>()
         let depth = collection.segments.count + 1
-        for p in try String.fetchAll(stmt, arguments: [database, collection.text + "/", collection.text + "0"]) {
-            out.insert(ResourcePath(Array(ResourcePath(parsing: p).segments.prefix(depth))))
+        for collectionID in try collectionIDsInUse(database) {
+            let rows = try String.fetchCursor(stmt, arguments: [database, collectionID, Self.data(lower), Self.data(upper), collection.text])
+            while let p = try rows.next() {
+                out.insert(ResourcePath(Array(ResourcePath(parsing: p).segments.prefix(depth))))
+            }
         }
         return Array(out)
     }
@@ -256,27 +297,31 @@ struct SQLiteAccess {
     }
 
     func put(_ database: String, _ document: Document, entries: [IndexEntry], oldEntries: [IndexEntry]) throws {
-        let old = Set(oldEntries)
-        let new = Set(entries)
-        try deleteEntries(database, old.subtracting(new))
-        try insertEntries(database, new.subtracting(old))
+        if oldEntries.isEmpty {
+            try insertEntries(database, entries)
+        } else {
+            let old = Set(oldEntries)
+            let new = Set(entries)
+            try deleteEntries(database, old.subtracting(new))
+            try insertEntries(database, new.subtracting(old))
+        }
         let stmt = try db.cachedStatement(
             sql: """
-                INSERT INTO documents(db, parent, name_key, path, collection_id, data, create_us, update_us)
+                INSERT INTO documents(db, collection_id, name_key, parent, path, data, create_us, update_us)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(db, parent, name_key) DO UPDATE SET data = excluded.data, update_us = excluded.update_us
+                ON CONFLICT(db, collection_id, name_key) DO UPDATE SET data = excluded.data, update_us = excluded.update_us
                 """)
         try stmt.execute(arguments: [
-            database, document.path.parent.text, Self.data(IndexKey.encodePath(document.path)), document.path.text,
-            document.path.collectionId, Self.data(ValueCodec.encode(document.fields)),
+            database, document.path.collectionId, Self.data(IndexKey.encodePath(document.path)), document.path.parent.text,
+            document.path.text, Self.data(ValueCodec.encode(document.fields)),
             document.createTime.microseconds, document.updateTime.microseconds,
         ])
     }
 
     func delete(_ database: String, _ path: ResourcePath, oldEntries: [IndexEntry]) throws {
         try deleteEntries(database, Set(oldEntries))
-        try db.cachedStatement(sql: "DELETE FROM documents WHERE db = ? AND parent = ? AND name_key = ?")
-            .execute(arguments: [database, path.parent.text, Self.data(IndexKey.encodePath(path))])
+        try db.cachedStatement(sql: "DELETE FROM documents WHERE db = ? AND collection_id = ? AND name_key = ?")
+            .execute(arguments: [database, path.collectionId, Self.data(IndexKey.encodePath(path))])
     }
 
     func deleteEntries(_ database: String, _ entries: Set<IndexEntry>) throws {
@@ -320,5 +365,22 @@ struct SQLiteAccess {
             // Table names are constants.
             try db.execute(sql: "DELETE FROM \(table) WHERE db = ?", arguments: [database])
         }
+    }
+}
+
+extension KeyRange {
+    /// The keys in both ranges.
+    func intersection(_ other: KeyRange) -> KeyRange {
+        let lower: [UInt8]? =
+            switch (self.lower, other.lower) {
+            case (let a?, let b?): a.lexicographicallyPrecedes(b) ? b : a
+            case (let a, let b): a ?? b
+            }
+        let upper: [UInt8]? =
+            switch (self.upper, other.upper) {
+            case (let a?, let b?): a.lexicographicallyPrecedes(b) ? a : b
+            case (let a, let b): a ?? b
+            }
+        return KeyRange(lower: lower, upper: upper)
     }
 }
