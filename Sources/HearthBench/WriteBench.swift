@@ -1,12 +1,17 @@
 import AsyncHTTPClient
 import Foundation
 import GRDB
+import HearthCore
+import Hummingbird
+import Logging
 
 /// `write-wrk`: REST single-document creates (`POST …/documents/{collection}`, server-chosen ids)
 /// from wrk in a process of its own, against Hearth and — when it is installed — Google's
 /// Firestore emulator under the same load, next to raw GRDB single-row commits with Hearth's
 /// durability (WAL, `synchronous=FULL`), all in the same run. Issue 13's targets for the write
 /// path are stated against these two peers: ≥ 25% of the raw commit rate, ≥ 5× the emulator.
+/// Two same-run ceilings follow under the identical wrk load: the bare HTTP stack answering the
+/// same POST, and that plus a JSON parse and one durable SQLite insert (``ceilings()``).
 struct WriteBench {
     let wrk: Wrk
     let connections: Int
@@ -41,9 +46,51 @@ struct WriteBench {
         } else {
             FileHandle.standardError.write(Data("  Google's Firestore emulator is not installed: no emulator row\n".utf8))
         }
+        let ceiling = try await ceilings()
         var ratios = String(format: "  write path: %.0f%% of raw GRDB single-row commits (target ≥ 25%%)", 100 * hearth.rate / max(Double(raw.operations) / raw.seconds, 1))
         if let emulatorRate { ratios += String(format: ", %.1f× the emulator (target ≥ 5×)", hearth.rate / max(emulatorRate, 1)) }
         print(ratios)
+        var limits = String(format: "  ceilings: Hearth at %.0f%% of the bare POST route, %.0f%% of bare route + JSON parse + one durable insert",
+            100 * hearth.rate / max(ceiling.bare, 1), 100 * hearth.rate / max(ceiling.insert, 1))
+        if let emulatorRate { limits += String(format: "; that ceiling is %.1f× the emulator", ceiling.insert / max(emulatorRate, 1)) }
+        print(limits)
+    }
+
+    /// Same-run ceilings under the same wrk load (same body, same connections): the bare HTTP
+    /// stack answering the POST (Hummingbird, no Hearth middleware), and the same plus the body
+    /// parsed as JSON and one durable SQLite insert of it (its own transaction, WAL,
+    /// `synchronous=FULL`) — what any durable create over this stack costs at least, before ids,
+    /// documents, index entries, history, rules or an answer built from the stored document.
+    func ceilings() async throws -> (bare: Double, insert: Double) {
+        let pool = try Self.baselinePool(scratch + "/write-ceiling.sqlite")
+        let router = Router()
+        router.post("/bare") { request, _ -> String in
+            _ = try await request.body.collect(upTo: 1 << 20)
+            return "{}"
+        }
+        router.post("/insert") { request, _ -> String in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            let bytes = try JSON.parse(body.readableBytesView).serializedBytes()
+            let id = AutoID.make()
+            try await pool.write { db in try db.execute(sql: "INSERT INTO kv(k, v) VALUES (?, ?)", arguments: [id, Data(bytes)]) }
+            return "{}"
+        }
+        let rates = Mutex2<[Double]>([])
+        var logger = Logger(label: "hearth.bench.write")
+        logger.logLevel = .warning
+        try await withBenchRouter(router, logger: logger) { port in
+            for (route, label) in [("bare", "ceiling: bare POST route"), ("insert", "ceiling: + JSON parse + durable insert")] {
+                let result = try wrk.measure(
+                    urls: [URL(string: "http://127.0.0.1:\(port)/\(route)")!], method: "POST", headers: ["Content-Type": "application/json"],
+                    body: Self.body, connections: connections, duration: duration, scratch: scratch)
+                print(wrk.format("\(label), \(connections) conns (wrk)", result))
+                let rate = result.rate
+                rates.withLock { $0.append(rate) }
+            }
+        }
+        let measured = rates.withLock { $0 }
+        guard measured.count == 2 else { throw BenchError("the ceiling routes were not measured") }
+        return (measured[0], measured[1])
     }
 
     func creates(port: Int, seconds: Double? = nil) throws -> Wrk.Result {
