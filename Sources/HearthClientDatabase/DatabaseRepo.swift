@@ -146,6 +146,16 @@ package final class DatabaseRepo: Sendable {
         var tokenSequence = 0
         /// This client's writes the server has not answered yet.
         var writeTree = DatabaseWriteTree()
+        /// Transactions running, by number: their location, their put's write id while it is
+        /// out, and whether a set or update overlapping it has overridden it.
+        var transactions: [Int: ActiveTransaction] = [:]
+        var nextTransaction = 1
+    }
+
+    struct ActiveTransaction {
+        var path: [String]
+        var writeID: Int?
+        var overridden = false
     }
 
     let state = Mutex(State())
@@ -378,6 +388,7 @@ package final class DatabaseRepo: Sendable {
         state.withLock { s in
             let overwrites = localOverwrites(action, path: path, data: data, s)
             let id = s.writeTree.add(overwrites)
+            overrideTransactions(at: path, &s)
             raise(touching: overwrites.map(\.path), &s)
             let body = DatabaseJSON.object([("p", Self.wirePath(path)), ("d", data)])
             send(Outgoing(action: action, body: body, pending: .write(id: id, box: box), resend: true), &s)
@@ -438,6 +449,19 @@ package final class DatabaseRepo: Sendable {
             }
         }
         raise(touching: write.overwrites.map(\.path), &s)
+    }
+
+    /// A set or update at `path` overrides the transactions at, above or below it (as the SDKs):
+    /// a put still waiting in the outbox is taken out and reverted, and the transaction fails
+    /// with `set`; one in flight commits if the server takes it, else fails instead of rerunning.
+    func overrideTransactions(at path: [String], _ s: inout State) {
+        for (number, transaction) in s.transactions where DatabaseWriteTree.overlaps(transaction.path, path) {
+            s.transactions[number]?.overridden = true
+            guard let writeID = transaction.writeID else { continue }
+            guard let index = s.outbox.firstIndex(where: { if case .write(writeID, _) = $0.pending { true } else { false } }) else { continue }
+            let queued = s.outbox.remove(at: index)
+            resolve(queued.pending, Reply(status: DatabaseError.overriddenBySet.status, data: .null), &s)
+        }
     }
 
     /// Raises events for every listen at, above or below one of `paths`.
@@ -890,13 +914,20 @@ package final class DatabaseRepo: Sendable {
     /// into the write tree (shown to observers when `applyLocally`) and is sent with that
     /// value's hash (queued while offline). On `datastale` the write is reverted and `update`
     /// runs again on the newer value, at most 25 runs in all; a refusal or a dropped connection
-    /// reverts it and fails. One difference: when the client knows nothing at the location yet,
+    /// reverts it and fails; a set or update overlapping it overrides it
+    /// (``overrideTransactions(at:_:)``). One difference: when the client knows nothing at the location yet,
     /// the first run waits for the server's data instead of running on nil.
     package func runTransaction(
         path: [String], applyLocally: Bool, update: @Sendable (DatabaseNode) -> DatabaseNode?
     ) async -> Result<(committed: Bool, node: DatabaseNode), DatabaseError> {
         await lockPath(path)
         defer { unlockPath(path) }
+        let number = state.withLock { s -> Int in
+            defer { s.nextTransaction += 1 }
+            s.transactions[s.nextTransaction] = ActiveTransaction(path: path)
+            return s.nextTransaction
+        }
+        defer { state.withLock { _ = $0.transactions.removeValue(forKey: number) } }
         // Keeps the location listened, so a stale run is followed by the server's newer data.
         let handle = observe(path: path, params: DatabaseQueryParams(), type: .value, once: false, onEvent: { _ in }, onCancel: nil)
         defer { removeObserver(handle) }
@@ -905,25 +936,37 @@ package final class DatabaseRepo: Sendable {
             let current = state.withLock { latestState(path, $0) }
             // The app's block runs outside the lock (it may use the database).
             guard let proposed = update(current) else { return .success((false, current)) }
-            let sent = state.withLock { s -> (box: ReplyBox, local: DatabaseNode)? in
+            let sent = state.withLock { s -> Result<(box: ReplyBox, local: DatabaseNode), DatabaseError>? in
+                if s.transactions[number]?.overridden == true { return .failure(.overriddenBySet) }
                 // Data that changed while the block ran: run again on it, as nothing was sent.
                 guard latestState(path, s) == current else { return nil }
                 let data = proposed.exportJSON()
                 let local = DatabaseNode(json: DatabaseServerValues.resolve(data, existing: current, now: Self.estimatedServerTime(s)))
                 let id = s.writeTree.add([DatabaseWriteTree.Overwrite(path: path, node: local)], visible: applyLocally)
+                s.transactions[number]?.writeID = id
                 raise(touching: [path], &s)
                 let box = ReplyBox()
                 let body = DatabaseJSON.object([("p", Self.wirePath(path)), ("d", data), ("h", .string(current.hash))])
                 send(Outgoing(action: "p", body: body, pending: .write(id: id, box: box), resend: false, waitsOffline: true), &s)
-                return (box, local)
+                return .success((box, local))
             }
             guard let sent else { continue }
-            let reply = await sent.box.value()
+            let outcome: (box: ReplyBox, local: DatabaseNode)
+            switch sent {
+            case .failure(let error): return .failure(error)
+            case .success(let value): outcome = value
+            }
+            let reply = await outcome.box.value()
+            let overridden = state.withLock { s -> Bool in
+                s.transactions[number]?.writeID = nil
+                return s.transactions[number]?.overridden ?? false
+            }
             switch reply.status {
             case "ok":
                 // The server's data when this client has it (server values as the server resolved them).
-                let node = state.withLock { s in serverNode(path, s).map { _ in latestState(path, s) } } ?? sent.local
+                let node = state.withLock { s in serverNode(path, s).map { _ in latestState(path, s) } } ?? outcome.local
                 return .success((true, node))
+            case "datastale" where overridden, DatabaseError.overriddenBySet.status: return .failure(.overriddenBySet)
             case "datastale": continue
             case "disconnected": return .failure(.disconnected)
             default: return .failure(.server(status: reply.status, message: reply.data.stringValue))

@@ -259,6 +259,30 @@ extension DatabaseClientTests {
             #expect(runs.all.last == "50")
             client.database.goOnline()
             try await databaseEventually { try await other.database.reference(withPath: "lc/counter").getData().value as? Int == 50 }
+
+            // a set at the location overrides a transaction the server has not taken yet: its
+            // local result is replaced, it fails with the SDKs' "set" error, only the set is sent
+            try await databaseEventually { values.all.last == "50" }
+            client.database.goOffline()
+            let overridden = Log()
+            counter.runTransactionBlock({ current in
+                current.value = (current.value as? Int ?? 0) + 1
+                return .success(withValue: current)
+            }, andCompletionBlock: { error, committed, _ in
+                let error = error as NSError?
+                overridden.add("\(error?.domain ?? "") \(error?.code ?? 0) \(error?.localizedDescription ?? "") \(committed)")
+            })
+            try await databaseEventually { values.all.last == "51" }
+            let seenBefore = values.all.count
+            counter.setValue(0, withCompletionBlock: nil)
+            try await overridden.wait(for: 1)
+            #expect(overridden.all == ["\(DatabaseErrorDomain) 9999 set false"])
+            try await databaseEventually { values.all.last == "0" }
+            #expect(Self.after(seenBefore, values) == ["0"])
+            client.database.goOnline()
+            try await databaseEventually { try await other.database.reference(withPath: "lc/counter").getData().value as? Int == 0 }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(Self.after(seenBefore, values) == ["0"])
         }
     }
 
