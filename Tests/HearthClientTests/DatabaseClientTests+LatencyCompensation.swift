@@ -286,6 +286,39 @@ extension DatabaseClientTests {
         }
     }
 
+    /// Frames fed by hand (no server): an ack that comes before the listen's data keeps the
+    /// acknowledged write shown, so nothing is taken away and added back.
+    @Test func anAckBeforeTheListensDataTakesNothingAway() async throws {
+        var options = HearthOptions(projectID: "demo-latency")
+        options.databasePort = 1
+        let name = "latency-\(UUID().uuidString)"
+        HearthApp.configure(name: name, options: options)
+        let database = Database.database(app: HearthApp.app(name: name)!)
+        database.goOffline()
+        let repo = database.repo
+        let (_, outbound) = AsyncStream.makeStream(of: String.self)
+        let generation = repo.state.withLock { s -> Int in
+            s.outbound = outbound
+            return s.generation
+        }
+        let ref = database.reference(withPath: "x")
+        let log = Log()
+        ref.setValue(["v": 1]) { error, _ in log.add(error == nil ? "ack" : "error") }  // request 1
+        Self.record(ref, into: log)  // the listen: request 2
+        try await log.wait(for: 2)
+        #expect(log.all == ["added v=1", #"value {"v":1}"#])
+        #expect(repo.receive(#"{"t":"d","d":{"r":1,"b":{"s":"ok","d":""}}}"#, generation: generation))
+        try await log.wait(for: 3)
+        #expect(repo.receive(#"{"t":"d","d":{"a":"d","b":{"p":"x","d":{"v":1}}}}"#, generation: generation))
+        #expect(repo.receive(#"{"t":"d","d":{"r":2,"b":{"s":"ok","d":{}}}}"#, generation: generation))
+        // the server's data now shows through; then a change from elsewhere is one event
+        #expect(repo.receive(#"{"t":"d","d":{"a":"d","b":{"p":"x/v","d":2}}}"#, generation: generation))
+        try await log.wait(for: 5)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(log.all == ["added v=1", #"value {"v":1}"#, "ack", "changed v=2", #"value {"v":2}"#])
+        #expect(repo.state.withLock { $0.writeTree.isEmpty && $0.listens.values.allSatisfy { $0.acked.isEmpty } })
+    }
+
     @Test func serverTimestampsAreEstimatedThenCorrected() async throws {
         try await withServer { ports in
             let client = Self.client(ports)
