@@ -963,8 +963,9 @@ package final class DatabaseRepo: Sendable {
             }
             switch reply.status {
             case "ok":
-                // The server's data when this client has it (server values as the server resolved them).
-                let node = state.withLock { s in serverNode(path, s).map { _ in latestState(path, s) } } ?? outcome.local
+                // The server's data when this client has it (server values as the server resolved
+                // them, not the app's later pending writes), else the value as resolved locally.
+                let node = state.withLock { s in serverNode(path, s) } ?? outcome.local
                 return .success((true, node))
             case "datastale" where overridden, DatabaseError.overriddenBySet.status: return .failure(.overriddenBySet)
             case "datastale": continue
