@@ -15,6 +15,9 @@ package enum DatabaseError: Error, Sendable, Equatable {
     case disconnected
     /// A transaction lost the race 25 times.
     case maxRetries
+    /// A set or update at, above or below a transaction's location replaced it before the server
+    /// took it (the SDKs' `set` abort).
+    case overriddenBySet
     /// The server sent something the SDK cannot read; listeners end with this.
     case malformedMessage(String)
 
@@ -24,6 +27,7 @@ package enum DatabaseError: Error, Sendable, Equatable {
         case .server(let status, _): status
         case .disconnected: "disconnected"
         case .maxRetries: "maxretry"
+        case .overriddenBySet: "set"
         case .malformedMessage: "malformed_message"
         }
     }
@@ -37,6 +41,7 @@ package enum DatabaseError: Error, Sendable, Equatable {
                                       "write_canceled": "Write cancelled by user"][status] ?? status
         case .disconnected: description = "disconnected"
         case .maxRetries: description = "maxretry"
+        case .overriddenBySet: description = "set"
         }
         let code = ["permission_denied": 1, "unavailable": 2, "write_canceled": 3][status] ?? 9999
         return NSError(domain: DatabaseErrorDomain, code: code, userInfo: [NSLocalizedDescriptionKey: description, "status": status])

@@ -35,8 +35,13 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
     // MARK: Writes
 
     /// Sends a write now (queued in call order while offline); the caller awaits its answer.
+    /// Sets (`p`) and updates (`m`) go through the write tree, so observers see them at once;
+    /// onDisconnect operations change nothing until the server runs them.
     func submit(_ action: String, _ json: Result<DatabaseJSON, DatabaseError>) -> Result<DatabaseRepo.ReplyBox, DatabaseError> {
-        json.map { data in database.repo.submit(action, .object([("p", DatabaseRepo.wirePath(path)), ("d", data)])) }
+        json.map { data in
+            if action == "p" || action == "m" { return database.repo.write(action, path: path, data: data) }
+            return database.repo.submit(action, .object([("p", DatabaseRepo.wirePath(path)), ("d", data)]))
+        }
     }
 
     /// The Apple SDK's error for a write's answer.
@@ -239,8 +244,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
         runTransactionBlock(block, andCompletionBlock: completionBlock, withLocalEvents: true)
     }
 
-    /// `withLocalEvents` is accepted for source compatibility: this SDK raises events only for
-    /// the server's data, so intermediate states are never shown either way.
+    /// `withLocalEvents` (the Apple SDK's `applyLocally`): true shows each run's result to
+    /// observers at once (reverted if the run loses or fails); false shows only what the server
+    /// confirms.
     public func runTransactionBlock(
         _ block: @escaping @Sendable (MutableData) -> TransactionResult,
         andCompletionBlock completionBlock: (@Sendable ((any Error)?, Bool, DataSnapshot?) -> Void)?,
@@ -249,7 +255,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
         let queue = database.callbackQueue
         Task {
             do {
-                let (committed, snapshot) = try await runTransactionBlock(block)
+                let (committed, snapshot) = try await transaction(block, applyLocally: localEvents)
                 queue.async { completionBlock?(nil, committed, snapshot) }
             } catch {
                 queue.async { completionBlock?(error, false, nil) }
@@ -257,10 +263,14 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable, Custom
         }
     }
 
-    /// The async form: whether it committed, and the data after it.
+    /// The async form: whether it committed, and the data after it (results shown locally at once).
     @discardableResult
     public func runTransactionBlock(_ block: @escaping @Sendable (MutableData) -> TransactionResult) async throws -> (Bool, DataSnapshot) {
-        let result = await database.repo.runTransaction(path: path) { current in
+        try await transaction(block, applyLocally: true)
+    }
+
+    func transaction(_ block: @escaping @Sendable (MutableData) -> TransactionResult, applyLocally: Bool) async throws -> (Bool, DataSnapshot) {
+        let result = await database.repo.runTransaction(path: path, applyLocally: applyLocally) { current in
             block(MutableData(node: current)).node
         }
         switch result {

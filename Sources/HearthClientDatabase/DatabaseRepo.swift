@@ -5,9 +5,10 @@ import HummingbirdWSClient
 import Logging
 import Synchronization
 
-/// One database's client state and its connection (Firebase's `Repo` + `PersistentConnection`):
-/// the listens and their cached server data, the observers and what each was last shown, the
-/// requests in flight and the writes queued while offline.
+/// One database's client state and its connection (Firebase's `Repo` + `PersistentConnection`
+/// + `SyncTree`): the listens and their cached server data, this client's pending writes (the
+/// ``DatabaseWriteTree``, laid over the server's data for latency compensation), the observers
+/// and what each was last shown, the requests in flight and the writes queued while offline.
 ///
 /// State lives under one `Mutex`; the socket's task hands every received message to
 /// ``receive(_:generation:)``, which updates the state and queues the observers' callbacks on
@@ -42,7 +43,10 @@ package final class DatabaseRepo: Sendable {
         var complete = false
         var observers: [UInt: Observer] = [:]
         var keepSynced = false
-        /// Transactions waiting for the first complete data.
+        /// Writes the server acknowledged before this listen's data was complete: still shown
+        /// (over nothing) until the server's data arrives, so an ack never takes a value away.
+        var acked: [DatabaseWriteTree.Overwrite] = []
+        /// Transactions waiting for the first complete data (the client knew nothing there).
         var waiters: [CheckedContinuation<Result<Void, DatabaseError>, Never>] = []
         var isLocal: Bool { path.first == ".info" }
     }
@@ -95,6 +99,9 @@ package final class DatabaseRepo: Sendable {
     enum Pending {
         case listen(ListenKey)
         case reply(ReplyBox)
+        /// A set, update or transaction in the write tree: it leaves the tree (and observers
+        /// see the events that takes, a revert when refused) before the box gets the answer.
+        case write(id: Int, box: ReplyBox)
         case auth
         case none
     }
@@ -106,6 +113,9 @@ package final class DatabaseRepo: Sendable {
         /// Writes and onDisconnect operations are sent again after a reconnect; a transaction's
         /// hashed put is not (it fails with `disconnected`).
         var resend: Bool
+        /// Waits in the outbox while offline even if not resent after a drop (a transaction's put
+        /// made offline goes out on connect, as in the SDKs).
+        var waitsOffline = false
     }
 
     struct State {
@@ -134,6 +144,18 @@ package final class DatabaseRepo: Sendable {
         var transactionQueues: [[String]: [CheckedContinuation<Void, Never>]] = [:]
         var listeningToTokens = false
         var tokenSequence = 0
+        /// This client's writes the server has not answered yet.
+        var writeTree = DatabaseWriteTree()
+        /// Transactions running, by number: their location, their put's write id while it is
+        /// out, and whether a set or update overlapping it has overridden it.
+        var transactions: [Int: ActiveTransaction] = [:]
+        var nextTransaction = 1
+    }
+
+    struct ActiveTransaction {
+        var path: [String]
+        var writeID: Int?
+        var overridden = false
     }
 
     let state = Mutex(State())
@@ -174,13 +196,18 @@ package final class DatabaseRepo: Sendable {
     }
 
     /// `goOffline`: closes the socket (the server runs this connection's onDisconnect
-    /// operations) and stops reconnecting until `goOnline`.
+    /// operations) and stops reconnecting until `goOnline`. The client is offline at once, as
+    /// the SDKs' interrupt: writes in flight go back to the outbox, a transaction's put in
+    /// flight fails with `disconnected`, what is written next waits, and frames the closing
+    /// socket still delivers are ignored.
     package func stop() {
         state.withLock { s in
             s.started = true
             s.wantOnline = false
             s.outbound?.finish()
             s.connecting?.finish()
+            _ = disconnected(s.generation, &s)
+            s.generation += 1
         }
     }
 
@@ -244,15 +271,16 @@ package final class DatabaseRepo: Sendable {
         s.frames = nil
         s.sentToken = nil
         var requeue: [Outgoing] = []
-        for r in s.inflight.keys.sorted() {
-            let out = s.inflight[r]!
+        let inflight = s.inflight
+        s.inflight = [:]
+        for r in inflight.keys.sorted() {
+            let out = inflight[r]!
             if out.resend {
                 requeue.append(out)
-            } else if case .reply(let box) = out.pending {
-                box.resolve(Reply(status: "disconnected", data: .null))
+            } else {
+                resolve(out.pending, Reply(status: "disconnected", data: .null), &s)
             }
         }
-        s.inflight = [:]
         s.outbox = requeue + s.outbox
         if wasReady { updateInfo(&s, connected: false) }
         return wasReady
@@ -302,10 +330,10 @@ package final class DatabaseRepo: Sendable {
     /// the registry on connect).
     func send(_ out: Outgoing, _ s: inout State) {
         guard let outbound = s.outbound else {
-            if out.resend {
+            if out.resend || out.waitsOffline {
                 s.outbox.append(out)
-            } else if case .reply(let box) = out.pending {
-                box.resolve(Reply(status: "disconnected", data: .null))
+            } else {
+                resolve(out.pending, Reply(status: "disconnected", data: .null), &s)
             }
             return
         }
@@ -349,6 +377,101 @@ package final class DatabaseRepo: Sendable {
         let box = ReplyBox()
         state.withLock { s in send(Outgoing(action: action, body: body, pending: .reply(box), resend: resend), &s) }
         return box
+    }
+
+    /// A set (`p`) or update (`m`) of `data` at `path` by this app: in the write tree and shown
+    /// to observers at once (server values estimated), then sent (queued in call order while
+    /// offline). The box gets the server's answer once the write has left the tree.
+    package func write(_ action: String, path: [String], data: DatabaseJSON) -> ReplyBox {
+        start()
+        let box = ReplyBox()
+        state.withLock { s in
+            let overwrites = localOverwrites(action, path: path, data: data, s)
+            let id = s.writeTree.add(overwrites)
+            overrideTransactions(at: path, &s)
+            raise(touching: overwrites.map(\.path), &s)
+            let body = DatabaseJSON.object([("p", Self.wirePath(path)), ("d", data)])
+            send(Outgoing(action: action, body: body, pending: .write(id: id, box: box), resend: true), &s)
+        }
+        return box
+    }
+
+    /// The estimated server time in milliseconds (`.info/serverTimeOffset` applied).
+    static func estimatedServerTime(_ s: State) -> Double { Date().timeIntervalSince1970 * 1000 + s.serverTimeOffset }
+
+    /// What a set or update writes, as the write tree holds it: absolute paths, server values
+    /// resolved against the local value there.
+    func localOverwrites(_ action: String, path: [String], data: DatabaseJSON, _ s: State) -> [DatabaseWriteTree.Overwrite] {
+        let now = Self.estimatedServerTime(s)
+        func overwrite(_ path: [String], _ json: DatabaseJSON) -> DatabaseWriteTree.Overwrite {
+            let resolved = DatabaseServerValues.resolve(json, existing: latestState(path, s), now: now)
+            return DatabaseWriteTree.Overwrite(path: path, node: DatabaseNode(json: resolved))
+        }
+        guard action == "m", case .object(let members) = data else { return [overwrite(path, data)] }
+        return members.map { relative, value in overwrite(path + DatabaseValues.segments(relative), value) }
+    }
+
+    /// The server's complete data at `path`, from a default listen at or above it (nil when
+    /// no such listen has its data).
+    func serverNode(_ path: [String], _ s: State) -> DatabaseNode? {
+        for listen in s.listens.values where listen.complete && listen.tag == nil && !listen.isLocal && Self.isPrefix(listen.path, of: path) {
+            return listen.cache.child(atPath: Array(path.dropFirst(listen.path.count)))
+        }
+        return nil
+    }
+
+    /// The local value at `path` (Firebase's `latestState`): the server's data known there (none:
+    /// empty) with every pending write over it, hidden transactions included.
+    func latestState(_ path: [String], excluding: Set<Int> = [], _ s: State) -> DatabaseNode {
+        s.writeTree.overlay(serverNode(path, s) ?? .empty, at: path, excluding: excluding, includeHidden: true)
+    }
+
+    /// The server answered (or can no longer answer) a request.
+    func resolve(_ pending: Pending, _ reply: Reply, _ s: inout State) {
+        switch pending {
+        case .reply(let box): box.resolve(reply)
+        case .write(let id, let box):
+            finishWrite(id, revert: reply.status != "ok", &s)
+            box.resolve(reply)
+        case .listen, .auth, .none: break
+        }
+    }
+
+    /// A write leaves the tree: acknowledged (the server's data, which already holds it, shows
+    /// through: no events unless the server resolved something differently) or refused (the
+    /// observers get the events that take the local value back).
+    func finishWrite(_ id: Int, revert: Bool, _ s: inout State) {
+        guard let write = s.writeTree.remove(id) else { return }
+        if !revert && write.visible {
+            for (key, listen) in s.listens where !listen.complete && !listen.isLocal {
+                let relevant = write.overwrites.filter { DatabaseWriteTree.overlaps($0.path, listen.path) }
+                s.listens[key]?.acked += relevant
+            }
+        }
+        raise(touching: write.overwrites.map(\.path), &s)
+    }
+
+    /// A set or update at `path` overrides the transactions at, above or below it (as the SDKs):
+    /// a put still waiting in the outbox is taken out and reverted, and the transaction fails
+    /// with `set`; one in flight commits if the server takes it, else fails instead of rerunning.
+    func overrideTransactions(at path: [String], _ s: inout State) {
+        for (number, transaction) in s.transactions where DatabaseWriteTree.overlaps(transaction.path, path) {
+            s.transactions[number]?.overridden = true
+            guard let writeID = transaction.writeID else { continue }
+            guard let index = s.outbox.firstIndex(where: { if case .write(writeID, _) = $0.pending { true } else { false } }) else { continue }
+            let queued = s.outbox.remove(at: index)
+            resolve(queued.pending, Reply(status: DatabaseError.overriddenBySet.status, data: .null), &s)
+        }
+    }
+
+    /// Raises events for every listen at, above or below one of `paths`.
+    func raise(touching paths: [[String]], _ s: inout State) {
+        for key in s.listens.keys.sorted(by: { ($0.path.count, $0.query) < ($1.path.count, $1.query) }) {
+            guard let listen = s.listens[key], !listen.isLocal, paths.contains(where: { DatabaseWriteTree.overlaps($0, listen.path) }) else {
+                continue
+            }
+            raise(key, &s)
+        }
     }
 
     /// Sends a request and waits for its answer.
@@ -471,11 +594,12 @@ package final class DatabaseRepo: Sendable {
     func handleReply(_ r: Int, _ reply: Reply, _ s: inout State) {
         guard let out = s.inflight.removeValue(forKey: r) else { return }
         switch out.pending {
-        case .reply(let box): box.resolve(reply)
+        case .reply, .write: resolve(out.pending, reply, &s)
         case .listen(let key):
             guard var listen = s.listens[key] else { return }
             if reply.status == "ok" {
                 listen.complete = true
+                listen.acked = []
                 let waiters = listen.waiters
                 listen.waiters = []
                 s.listens[key] = listen
@@ -564,13 +688,24 @@ package final class DatabaseRepo: Sendable {
 
     // MARK: Observers and events
 
+    /// What the observers of a listen see: its server data (when complete) with this client's
+    /// pending writes over it.
+    func eventView(_ listen: Listen, _ s: State) -> DatabaseWriteTree.View {
+        if listen.isLocal { return DatabaseWriteTree.View(node: listen.cache, complete: listen.complete) }
+        return s.writeTree.view(server: listen.complete ? listen.cache : nil, at: listen.path, before: listen.complete ? [] : listen.acked)
+    }
+
     /// The events every observer of a listen is owed now; queued on the callback queue in order.
+    /// Without complete data only child events of queries without a limit are raised (for the
+    /// children local writes set whole), as the SDKs do.
     func raise(_ key: ListenKey, _ s: inout State, only handle: UInt? = nil) {
-        guard var listen = s.listens[key], listen.complete else { return }
+        guard var listen = s.listens[key] else { return }
+        let current = eventView(listen, s)
         var owed: [(rank: Int, event: DatabaseEvent, onEvent: @Sendable (DatabaseEvent) -> Void)] = []
         for h in listen.observers.keys.sorted() where handle == nil || handle == h {
             guard var observer = listen.observers[h] else { continue }
-            let view = observer.params.view(listen.cache)
+            if !current.complete && (observer.type == .value || observer.params.limit != nil) { continue }
+            let view = observer.params.view(current.node)
             var events = DatabaseEventGenerator.events(for: observer.type, old: observer.shown, new: view, params: observer.params)
             observer.shown = view
             listen.observers[h] = observer
@@ -698,16 +833,18 @@ package final class DatabaseRepo: Sendable {
         send(Outgoing(action: "n", body: .object(body), pending: .none, resend: false), &s)
     }
 
-    /// `getData` after `goOffline()`: the data of an active listen for the same query (or the
-    /// location's default listen) when it has complete data, else nil. While online (or
-    /// reconnecting) the request goes to the server.
+    /// `getData` after `goOffline()`: the local view (pending writes over the server's data) of
+    /// an active listen for the same query, or of a location listened at or above, or what a
+    /// pending write at or above it set; else nil. While online (or reconnecting) the request
+    /// goes to the server.
     package func cachedWhileOffline(path: [String], params: DatabaseQueryParams) -> (offline: Bool, node: DatabaseNode?) {
         state.withLock { s in
             guard !s.wantOnline else { return (false, nil) }
             let (key, _) = Self.key(path, params)
-            if let listen = s.listens[key], listen.complete { return (true, listen.cache) }
-            if let listen = s.listens[ListenKey(path: path, query: "default")], listen.complete { return (true, listen.cache) }
-            return (true, nil)
+            if let listen = s.listens[key], listen.complete { return (true, eventView(listen, s).node) }
+            if let server = serverNode(path, s) { return (true, s.writeTree.overlay(server, at: path)) }
+            let written = s.writeTree.view(server: nil, at: path)
+            return (true, written.complete ? written.node : nil)
         }
     }
 
@@ -730,12 +867,16 @@ package final class DatabaseRepo: Sendable {
 
     // MARK: Transactions
 
-    /// Waits until the listen at `key` has complete data (false when it was cancelled).
-    func waitUntilComplete(_ key: ListenKey) async -> Result<Void, DatabaseError> {
+    /// Waits until the client knows the value at `path`: the server's data (the default listen
+    /// at `key` complete, or one above it) or a pending write at or above it. Fails when the
+    /// listen is refused.
+    func waitUntilKnown(_ path: [String], _ key: ListenKey) async -> Result<Void, DatabaseError> {
         await withCheckedContinuation { continuation in
             state.withLock { s in
-                guard let listen = s.listens[key] else { return continuation.resume(returning: .failure(.disconnected)) }
-                if listen.complete { return continuation.resume(returning: .success(())) }
+                if serverNode(path, s) != nil || s.writeTree.view(server: nil, at: path).complete {
+                    return continuation.resume(returning: .success(()))
+                }
+                guard s.listens[key] != nil else { return continuation.resume(returning: .failure(.disconnected)) }
                 s.listens[key]?.waiters.append(continuation)
             }
         }
@@ -768,25 +909,65 @@ package final class DatabaseRepo: Sendable {
         }
     }
 
-    /// Firebase's client-side compare-and-set: run `update` on the cached server value, send it
-    /// with that value's hash; on `datastale` (another write won) run again on the newer value
-    /// the server pushed first, at most 25 times.
+    /// Firebase's client-side compare-and-set, as the Apple SDK runs it: `update` runs on the
+    /// local value (the server's data known here with pending writes over it); its result goes
+    /// into the write tree (shown to observers when `applyLocally`) and is sent with that
+    /// value's hash (queued while offline). On `datastale` the write is reverted and `update`
+    /// runs again on the newer value, at most 25 runs in all; a refusal or a dropped connection
+    /// reverts it and fails; a set or update overlapping it overrides it
+    /// (``overrideTransactions(at:_:)``). One difference: when the client knows nothing at the location yet,
+    /// the first run waits for the server's data instead of running on nil.
     package func runTransaction(
-        path: [String], update: @Sendable (DatabaseNode) -> DatabaseNode?
+        path: [String], applyLocally: Bool, update: @Sendable (DatabaseNode) -> DatabaseNode?
     ) async -> Result<(committed: Bool, node: DatabaseNode), DatabaseError> {
         await lockPath(path)
         defer { unlockPath(path) }
+        let number = state.withLock { s -> Int in
+            defer { s.nextTransaction += 1 }
+            s.transactions[s.nextTransaction] = ActiveTransaction(path: path)
+            return s.nextTransaction
+        }
+        defer { state.withLock { _ = $0.transactions.removeValue(forKey: number) } }
+        // Keeps the location listened, so a stale run is followed by the server's newer data.
         let handle = observe(path: path, params: DatabaseQueryParams(), type: .value, once: false, onEvent: { _ in }, onCancel: nil)
         defer { removeObserver(handle) }
-        let key = ListenKey(path: path, query: "default")
+        if case .failure(let error) = await waitUntilKnown(path, ListenKey(path: path, query: "default")) { return .failure(error) }
         for _ in 0..<25 {
-            if case .failure(let error) = await waitUntilComplete(key) { return .failure(error) }
-            let current = state.withLock { $0.listens[key]?.cache ?? .empty }
+            let current = state.withLock { latestState(path, $0) }
+            // The app's block runs outside the lock (it may use the database).
             guard let proposed = update(current) else { return .success((false, current)) }
-            let body = DatabaseJSON.object([("p", Self.wirePath(path)), ("d", proposed.exportJSON()), ("h", .string(current.hash))])
-            let reply = await request("p", body, resend: false)
+            let sent = state.withLock { s -> Result<(box: ReplyBox, local: DatabaseNode), DatabaseError>? in
+                if s.transactions[number]?.overridden == true { return .failure(.overriddenBySet) }
+                // Data that changed while the block ran: run again on it, as nothing was sent.
+                guard latestState(path, s) == current else { return nil }
+                let data = proposed.exportJSON()
+                let local = DatabaseNode(json: DatabaseServerValues.resolve(data, existing: current, now: Self.estimatedServerTime(s)))
+                let id = s.writeTree.add([DatabaseWriteTree.Overwrite(path: path, node: local)], visible: applyLocally)
+                s.transactions[number]?.writeID = id
+                raise(touching: [path], &s)
+                let box = ReplyBox()
+                let body = DatabaseJSON.object([("p", Self.wirePath(path)), ("d", data), ("h", .string(current.hash))])
+                send(Outgoing(action: "p", body: body, pending: .write(id: id, box: box), resend: false, waitsOffline: true), &s)
+                return .success((box, local))
+            }
+            guard let sent else { continue }
+            let outcome: (box: ReplyBox, local: DatabaseNode)
+            switch sent {
+            case .failure(let error): return .failure(error)
+            case .success(let value): outcome = value
+            }
+            let reply = await outcome.box.value()
+            let overridden = state.withLock { s -> Bool in
+                s.transactions[number]?.writeID = nil
+                return s.transactions[number]?.overridden ?? false
+            }
             switch reply.status {
-            case "ok": return .success((true, state.withLock { $0.listens[key]?.cache } ?? proposed))
+            case "ok":
+                // The server's data when this client has it (server values as the server resolved
+                // them, not the app's later pending writes), else the value as resolved locally.
+                let node = state.withLock { s in serverNode(path, s) } ?? outcome.local
+                return .success((true, node))
+            case "datastale" where overridden, DatabaseError.overriddenBySet.status: return .failure(.overriddenBySet)
             case "datastale": continue
             case "disconnected": return .failure(.disconnected)
             default: return .failure(.server(status: reply.status, message: reply.data.stringValue))

@@ -157,20 +157,22 @@ import HearthClientCore
             errors.withLock { $0.append(error as NSError) }
         })
         let repo = database.repo
-        #expect(repo.receive(#"{"t":"d","d":{"a":"d","b":{"p":"a","d":1}}}"#, generation: 0))  // fine (not yet complete)
-        #expect(!repo.receive(#"{"t":"d","d":{"a":"d","b":{"d":1}}}"#, generation: 0))  // a push without a path
+        // goOffline ended the (never opened) socket's generation: frames are fed as the current one
+        let generation = repo.state.withLock { $0.generation }
+        #expect(repo.receive(#"{"t":"d","d":{"a":"d","b":{"p":"a","d":1}}}"#, generation: generation))  // fine (not yet complete)
+        #expect(!repo.receive(#"{"t":"d","d":{"a":"d","b":{"d":1}}}"#, generation: generation))  // a push without a path
         try await databaseEventually { errors.withLock { $0.count } == 2 }
         #expect(errors.withLock { $0.allSatisfy { $0.domain == DatabaseErrorDomain && $0.code == 9999 } })
         // every other kind of unreadable text is refused the same way, never a crash
         for text in ["not json", "[]", #"{"t":"x","d":{}}"#, #"{"t":"d","d":{"r":1}}"#, #"{"t":"d","d":{"a":"m","b":{"p":"a","d":3}}}"#, #"{"t":"c","d":{}}"#,
             #"{"t":"d","d":{"r":1e300,"b":{"s":"ok"}}}"#, #"{"t":"d","d":{"a":"d","b":{"p":"a","d":1,"t":1.5}}}"#,
         ] {
-            #expect(!repo.receive(text, generation: 0))
+            #expect(!repo.receive(text, generation: generation))
         }
         // counted frames are joined before parsing
-        #expect(repo.receive("2", generation: 0))
-        #expect(repo.receive(#"{"t":"c","d":{"t":"#, generation: 0))
-        #expect(repo.receive(#""e","d":"x"}}"#, generation: 0))
+        #expect(repo.receive("2", generation: generation))
+        #expect(repo.receive(#"{"t":"c","d":{"t":"#, generation: generation))
+        #expect(repo.receive(#""e","d":"x"}}"#, generation: generation))
     }
 }
 
