@@ -655,8 +655,8 @@ final class LocalSyncEngine: Sendable {
     func remoteSnapshot(
         _ id: Int, documents: [String: Document], changed: Set<String>? = nil, resumeToken: Data, readTime: Google_Protobuf_Timestamp?
     ) {
-        let store: (@Sendable () -> Void)? = state.withLock { s in
-            guard var view = s.views[id] else { return nil }
+        state.withLock { s in
+            guard var view = s.views[id] else { return }
             var paths = Set<String>()
             var puts: [(path: String, document: Document?)] = []
             let writeAll = changed == nil
@@ -701,8 +701,13 @@ final class LocalSyncEngine: Sendable {
             view.targetPaths = paths
             s.views[id] = view
             s.online = .online
+            // The snapshots are computed and dispatched now, but run only once the store below is
+            // queued: an app that calls `terminate()` (or anything that flushes) from its callback
+            // must find the store of what it was shown.
+            callbacks.suspend()
+            defer { callbacks.resume() }
             recomputeAll(&s)
-            // Then in the file, after the snapshots are on their way.
+            // Then in the file, beside the snapshots on their way.
             let key = view.targetKey
             // What a query view now shows, for the next instance's first snapshot.
             var shown: [ViewDocument]?
@@ -712,7 +717,7 @@ final class LocalSyncEngine: Sendable {
                 s.lastCollection = .now
                 collect = (Set(s.views.values.map(\.targetKey)), Set(pendingWrites(s).keys))
             }
-            return { [self, puts, stale, touched, collect, shown] in
+            persister.async { [self, puts, stale, touched, collect, shown] in
                 try? cache.database.write { db in
                     try LocalCache.putRemote(db, puts, sequence: sequence, missingVersion: readTime)
                     try LocalCache.removeRemote(db, stale, unlessNewerThan: readTime)
@@ -728,7 +733,6 @@ final class LocalSyncEngine: Sendable {
                 if let collect { collectGarbage(active: collect.active, pinned: collect.pinned) }
             }
         }
-        if let store { persister.async(execute: store) }
     }
 
     /// A remote document as the views see it: Watch's unstored news, else the file.

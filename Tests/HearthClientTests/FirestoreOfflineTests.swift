@@ -854,6 +854,26 @@ func temporaryDirectory() -> URL {
         #expect(target.paths == ["c/a"])
     }
 
+    @Test func aStoreIsQueuedBeforeTheAppSeesItsSnapshot() throws {
+        // An app that terminates from its callback (flush) must find the store of what it saw.
+        let engine = try LocalSyncEngine(cache: LocalCache(fileURL: nil), databaseName: Self.database, uid: "", sizeBytes: -1)
+        let tokens = Mutex<[Data?]>([])
+        _ = engine.addView(kind: .document(path: "c/d"), targetKey: "d|c/d", includeMetadataChanges: false) { [engine] _ in
+            engine.flush()
+            tokens.withLock { $0.append(try? engine.cache.target("d|c/d")?.resumeToken) }
+        }
+        let view = try #require(engine.state.withLock { $0.views.keys.first })
+        for i in 1...20 {
+            let d = remote("c/d", rank: Int64(i), at: Int64(i))
+            engine.remoteSnapshot(view, documents: [d.name: d], resumeToken: Data([UInt8(i)]), readTime: stamp(Int64(i)))
+        }
+        engine.callbacks.sync {}
+        let seen = tokens.withLock { $0 }
+        #expect(seen.count == 20)
+        let found = seen.map { $0?.first.map(Int.init) ?? 0 }
+        #expect(found.enumerated().allSatisfy { i, token in token >= i + 1 }, "each callback found its store queued: \(found)")
+    }
+
     @Test func aVersionOneCacheGainsVersionsAndKeepsItsQueue() throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
