@@ -169,8 +169,15 @@ public final class Firestore: Sendable {
             if let persistent = settings.cacheSettings as? PersistentCacheSettings {
                 let file = (settings.cacheDirectory ?? Self.defaultCacheDirectory(app: app.name, database: databaseName))
                     .appendingPathComponent("cache.sqlite")
-                engine = (try? LocalCache(fileURL: file)).flatMap {
-                    try? LocalSyncEngine(cache: $0, databaseName: databaseName, uid: uid, sizeBytes: persistent.sizeBytes)
+                // A file that opens but whose queue cannot be read is damaged: marked, the second
+                // open rebuilds it.
+                for _ in 0..<2 where engine == nil {
+                    guard let cache = try? LocalCache(fileURL: file) else { break }
+                    do {
+                        engine = try LocalSyncEngine(cache: cache, databaseName: databaseName, uid: uid, sizeBytes: persistent.sizeBytes)
+                    } catch {
+                        cache.markDamaged("\(error)")
+                    }
                 }
             }
             if engine == nil {
@@ -246,6 +253,8 @@ public final class Firestore: Sendable {
         }
         oldLocal?.writer.cancel()
         _ = await oldLocal?.writer.value
+        // What Watch sent is in the file before another instance opens it.
+        oldLocal?.engine.close()
         let old = connection.withLock { c -> Connection? in
             defer { c = nil }
             return c

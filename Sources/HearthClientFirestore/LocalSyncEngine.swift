@@ -10,8 +10,74 @@ enum OnlineState: Sendable { case unknown, online, offline }
 /// A document as a view shows it: the server's version with the pending writes applied.
 struct ViewDocument: Sendable {
     let path: String
-    let document: Google_Firestore_V1_Document
+    let content: DocumentContent
     let hasPendingWrites: Bool
+
+    init(path: String, document: Google_Firestore_V1_Document, hasPendingWrites: Bool) {
+        self.path = path
+        content = .decoded(document)
+        self.hasPendingWrites = hasPendingWrites
+    }
+
+    init(path: String, cached: CachedDocument) {
+        self.path = path
+        content = .cached(cached)
+        hasPendingWrites = false
+    }
+
+    var document: Google_Firestore_V1_Document { content.document }
+
+    /// The server's version it shows; nil with pending writes (or none known).
+    var version: Google_Protobuf_Timestamp? { hasPendingWrites ? nil : content.version }
+}
+
+/// A document decoded, or still the cache's bytes (decoded when first read).
+enum DocumentContent: Sendable {
+    case decoded(Google_Firestore_V1_Document)
+    case cached(CachedDocument)
+
+    var document: Google_Firestore_V1_Document {
+        switch self {
+        case .decoded(let document): document
+        case .cached(let cached): cached.document
+        }
+    }
+
+    var version: Google_Protobuf_Timestamp? {
+        switch self {
+        case .decoded(let document): document.hasUpdateTime ? document.updateTime : nil
+        case .cached(let cached): cached.version
+        }
+    }
+}
+
+/// A cached document's bytes, decoded once, when the app (or a comparison) first reads it.
+final class CachedDocument: Sendable {
+    let documentsRoot: String
+    let path: String
+    let bytes: Data
+    let version: Google_Protobuf_Timestamp?
+    let decoded = Mutex<Google_Firestore_V1_Document?>(nil)
+
+    init(documentsRoot: String, path: String, bytes: Data, version: Google_Protobuf_Timestamp?) {
+        self.documentsRoot = documentsRoot
+        self.path = path
+        self.bytes = bytes
+        self.version = version
+    }
+
+    /// Bytes SQLite returned but protobuf cannot read (damage the file's checks missed) read
+    /// as a document with no fields.
+    var document: Google_Firestore_V1_Document {
+        if let document = decoded.withLock({ $0 }) { return document }
+        let document = (try? Google_Firestore_V1_Document(serializedBytes: bytes)) ?? {
+            var empty = Google_Firestore_V1_Document()
+            empty.name = "\(documentsRoot)/\(path)"
+            return empty
+        }()
+        decoded.withLock { $0 = document }
+        return document
+    }
 }
 
 /// What a listener is given: the documents in order, the metadata, and the changes since its last snapshot.
@@ -37,8 +103,31 @@ struct ViewChange: Sendable {
 /// the overlays they make (latency compensation), and the views of active listeners. Every change
 /// of state happens under one lock and recomputes the views it can affect; their snapshots are
 /// delivered in order on one serial queue.
+///
+/// What Watch sends is shown before it is stored: a consistent point's documents go into
+/// `unpersisted` (read before the file), the views recompute and their snapshots are on their
+/// way, and the SQLite transaction (with any WAL checkpoint it triggers) runs afterwards on the
+/// `persister` queue, which then forgets those entries. Work that only keeps the cache tidy (the
+/// LRU touch, garbage collection) runs there too. The queue of writes is not deferred: a write
+/// is stored before the app hears of it, and an acknowledgement waits for the stores before it.
 final class LocalSyncEngine: Sendable {
     typealias Document = Google_Firestore_V1_Document
+
+    /// A document Watch reported that is not in the file yet.
+    enum RemoteEntry: Sendable {
+        case document(Document)
+        /// Known missing (at this version).
+        case missing(Google_Protobuf_Timestamp?)
+        /// No longer cached.
+        case forgotten
+    }
+
+    /// Watch's news not yet stored, by path; each entry goes when the store that wrote it (its
+    /// generation) is done.
+    struct Unpersisted: Sendable {
+        var entries: [String: (entry: RemoteEntry, generation: Int)] = [:]
+        var generation = 0
+    }
 
     enum ViewKind: Sendable {
         case query(LocalQueryEngine, collectionPath: String?, collectionID: String)
@@ -58,6 +147,8 @@ final class LocalSyncEngine: Sendable {
         var wroteTarget = false
         var last: [ViewDocument]?
         var lastMetadata: SnapshotMetadata?
+        /// A query target's result as a previous instance last showed it (for the first snapshot).
+        var stored: LocalCache.StoredResult?
     }
 
     struct State: Sendable {
@@ -86,6 +177,12 @@ final class LocalSyncEngine: Sendable {
     let sizeBytes: Int64
     let state: Mutex<State>
     let callbacks = DispatchQueue(label: "hearth.firestore.callbacks")
+    /// Stores Watch's news and tidies the cache, in order, off the snapshot path.
+    let persister = DispatchQueue(label: "hearth.firestore.persist")
+    let unpersisted = Mutex(Unpersisted())
+    /// The cache file's integrity check: nil until it ran; false when it found damage (the file is
+    /// marked and rebuilt at the next launch).
+    let integrity = Mutex<(started: Bool, intact: Bool?, closed: Bool)>((false, nil, false))
     let wake: AsyncStream<Void>.Continuation
     let wakes: AsyncStream<Void>
 
@@ -101,7 +198,37 @@ final class LocalSyncEngine: Sendable {
         let pair = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         wakes = pair.stream
         wake = pair.continuation
-        collectGarbageIfNeeded()
+        // Collection at start, and the integrity check, wait until the first snapshot is out.
+        let pinned = Set(pendingWrites(initial).keys)
+        persister.asyncAfter(deadline: .now() + 1) { [self] in if !isClosed { collectGarbage(active: [], pinned: pinned) } }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 1) { [self] in startIntegrityCheck() }
+    }
+
+    /// Runs the cache file's integrity check once, in the background.
+    func startIntegrityCheck() {
+        let start = integrity.withLock { i -> Bool in
+            guard !i.started, !i.closed else { return false }
+            i.started = true
+            return true
+        }
+        guard start else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            guard !integrity.withLock({ $0.closed }) else { return }
+            let intact = cache.checkIntegrity()
+            integrity.withLock { $0.intact = intact }
+        }
+    }
+
+    /// Waits until what Watch sent so far is in the file (and the tidying queued before it is done).
+    func flush() { persister.sync {} }
+
+    /// `terminate()` was called: the delayed tidying and the integrity check are left to the next instance.
+    var isClosed: Bool { integrity.withLock { $0.closed } }
+
+    /// The instance is going away: stores what is pending; no integrity check starts any more.
+    func close() {
+        integrity.withLock { $0.closed = true }
+        flush()
     }
 
     var documentsRoot: String { "\(databaseName)/documents" }
@@ -194,6 +321,9 @@ final class LocalSyncEngine: Sendable {
             }
             s.sequence += 1
             let sequence = s.sequence
+            // Watch's news first (the versions below compare with it); nothing is added to
+            // `unpersisted` while this lock is held, so afterwards the file has it all.
+            flush()
             try cache.database.write { db in
                 for (write, result) in zip(batch.writes, results) {
                     let name = Self.target(of: write)
@@ -273,21 +403,26 @@ final class LocalSyncEngine: Sendable {
         let pending = pendingWrites(s)
         switch view.kind {
         case .document(let path):
-            let cached = try cache.remote(path)
+            let cached = try remoteDocument(path)
             let writes = pending[path] ?? []
             let local = overlay(cached ?? nil, path: path, writes: writes)
             let docs = local.map { [ViewDocument(path: path, document: $0, hasPendingWrites: !writes.isEmpty)] } ?? []
             return (docs, cached != nil || !writes.isEmpty || view.synced)
         case .query(let engine, let collectionPath, let collectionID):
+            if !view.synced, view.last == nil, let stored = view.stored,
+                let docs = try firstFromStoredResult(engine, collectionPath: collectionPath, collectionID: collectionID, stored: stored, pending: pending)
+            {
+                return (docs, true)
+            }
             // Synced: what the server says matches, plus what the view showed (a write acknowledged
             // before Watch reports it stays visible); else every cached document of the collection.
             var remote = try view.synced
-                ? cache.remote(paths: Array(view.targetPaths.union(view.last?.map(\.path) ?? [])))
-                : cache.remote(collectionPath: collectionPath, collectionID: collectionID)
+                ? remoteDocuments(paths: Array(view.targetPaths.union(view.last?.map(\.path) ?? [])))
+                : remoteDocuments(collectionPath: collectionPath, collectionID: collectionID)
             // The cached documents with the pending writes laid over them (a write may delete).
             var local = remote
             for (path, writes) in pending where engine.inCollection(path) {
-                if remote[path] == nil, case .some(.some(let d)) = try cache.remote(path) { remote[path] = d }
+                if remote[path] == nil, case .some(.some(let d)) = try remoteDocument(path) { remote[path] = d }
                 local[path] = overlay(remote[path], path: path, writes: writes)
             }
             var candidates: [(path: String, fields: [String: Google_Firestore_V1_Value])] = []
@@ -296,6 +431,53 @@ final class LocalSyncEngine: Sendable {
             let result = engine.run(candidates)
             return (result.map { ViewDocument(path: $0.path, document: local[$0.path]!, hasPendingWrites: pending[$0.path] != nil) }, true)
         }
+    }
+
+    /// A query view's first snapshot from what the target last showed, without decoding or
+    /// sorting: every document of the stored result that is still cached at the same version, with
+    /// no pending write, is still in the result at the same place among the others. Other
+    /// documents of the collection that may have changed since (written after the result, or a
+    /// stored one at another version, or with pending writes) are decoded and matched: if one
+    /// now matches, or the query has a limit and a stored one went, nil (the query runs in full).
+    func firstFromStoredResult(
+        _ engine: LocalQueryEngine, collectionPath: String?, collectionID: String, stored: LocalCache.StoredResult,
+        pending: [String: [(write: Google_Firestore_V1_Write, time: Google_Protobuf_Timestamp)]]
+    ) throws -> [ViewDocument]? {
+        guard unpersisted.withLock({ $0.entries.isEmpty }) else { return nil }
+        let rows = try cache.remoteRows(collectionPath: collectionPath, collectionID: collectionID)
+        var index: [String: Int] = [:]
+        index.reserveCapacity(rows.count)
+        for (i, row) in rows.enumerated() { index[row.path] = i }
+        let limited = engine.query.hasLimit
+        /// Whether a document that may have changed matches the query now.
+        func matchesNow(_ path: String) throws -> Bool {
+            let base = try index[path].map { try Google_Firestore_V1_Document(serializedBytes: rows[$0].bytes) }
+            let document = pending[path].map { overlay(base, path: path, writes: $0) } ?? base
+            return document.map { engine.matches(path: path, fields: $0.fields) } ?? false
+        }
+        let root = documentsRoot
+        var kept: [ViewDocument] = []
+        kept.reserveCapacity(stored.entries.count)
+        var inResult = Set<String>()
+        inResult.reserveCapacity(stored.entries.count)
+        for entry in stored.entries {
+            inResult.insert(entry.path)
+            if pending[entry.path] == nil, let i = index[entry.path], let version = entry.version, let now = rows[i].version,
+                ValueOrder.compareTimestamps(version, now) == 0
+            {
+                kept.append(ViewDocument(path: entry.path, cached: CachedDocument(documentsRoot: root, path: entry.path, bytes: rows[i].bytes, version: now)))
+                continue
+            }
+            // Changed, gone or pending: it may have moved (then run the query) or left.
+            if try limited || matchesNow(entry.path) { return nil }
+        }
+        for row in rows where !inResult.contains(row.path) && (row.sequence > stored.sequence || row.version == nil) {
+            if try matchesNow(row.path) { return nil }
+        }
+        for path in pending.keys where !inResult.contains(path) && engine.inCollection(path) {
+            if try matchesNow(path) { return nil }
+        }
+        return kept
     }
 
     func recomputeAll(_ s: inout State) {
@@ -335,6 +517,17 @@ final class LocalSyncEngine: Sendable {
         callbacks.async { deliver(snapshot) }
     }
 
+    /// Whether two views of a document show the same data. One still in the cache's bytes is
+    /// compared by version (a document's update time changes with every change of its contents),
+    /// so it need not be decoded; others by their fields.
+    static func sameContent(_ a: ViewDocument, _ b: ViewDocument) -> Bool {
+        var lazy = false
+        if case .cached = a.content { lazy = true }
+        if case .cached = b.content { lazy = true }
+        if lazy, let x = a.version, let y = b.version { return ValueOrder.compareTimestamps(x, y) == 0 }
+        return a.document.fields == b.document.fields
+    }
+
     static func changes(from old: [ViewDocument], to new: [ViewDocument], includeMetadataChanges: Bool) -> [ViewChange] {
         let oldIndex = Dictionary(old.enumerated().map { ($1.path, $0) }, uniquingKeysWith: { a, _ in a })
         let newIndex = Dictionary(new.enumerated().map { ($1.path, $0) }, uniquingKeysWith: { a, _ in a })
@@ -345,7 +538,7 @@ final class LocalSyncEngine: Sendable {
         for (i, doc) in new.enumerated() {
             if let j = oldIndex[doc.path] {
                 let before = old[j]
-                let modified = before.document.fields != doc.document.fields
+                let modified = !Self.sameContent(before, doc)
                     || (includeMetadataChanges && before.hasPendingWrites != doc.hasPendingWrites)
                 if modified { out.append(ViewChange(type: .modified, document: doc, oldIndex: j, newIndex: i)) }
             } else {
@@ -362,12 +555,20 @@ final class LocalSyncEngine: Sendable {
         state.withLock { s in
             let id = s.nextViewID
             s.nextViewID += 1
-            s.views[id] = View(kind: kind, targetKey: targetKey, includeMetadataChanges: includeMetadataChanges, deliver: deliver)
+            var view = View(kind: kind, targetKey: targetKey, includeMetadataChanges: includeMetadataChanges, deliver: deliver)
+            if case .query = kind { view.stored = try? cache.storedResult(targetKey) }
+            s.views[id] = view
             recompute(id, &s)
-            // After the first snapshot is on its way: marking a large target's documents used
-            // rewrites every row, which the app need not wait for.
+            s.views[id]?.stored = nil
+            // After the first snapshot is on its way, in the background: marking a large target's
+            // documents used rewrites every row, which the app need not wait for; nor for the
+            // integrity check.
             s.sequence += 1
-            try? cache.touchTarget(targetKey, sequence: s.sequence)
+            let sequence = s.sequence
+            persister.asyncAfter(deadline: .now() + 1) { [self] in if !isClosed { try? cache.touchTarget(targetKey, sequence: sequence) } }
+            callbacks.async { [self] in
+                DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 0.2) { [self] in startIntegrityCheck() }
+            }
             return id
         }
     }
@@ -375,6 +576,8 @@ final class LocalSyncEngine: Sendable {
     /// What the cache knows of a target, to resume Listen with: its resume token, and the names of
     /// its documents (placeholders: what the server does not change is already cached) — only
     /// when every document the token covers is still cached.
+    /// (It reads the file as the stores have left it: a target's token and documents are stored
+    /// together, so an older pair is a consistent point to resume from too.)
     func resumeState(_ targetKey: String) -> (resumeToken: Data, documents: [String: Document]) {
         guard let cached = try? cache.target(targetKey), (try? cache.cachedCount(target: targetKey)) == cached.paths.count else {
             return (Data(), [:])
@@ -452,8 +655,8 @@ final class LocalSyncEngine: Sendable {
     func remoteSnapshot(
         _ id: Int, documents: [String: Document], changed: Set<String>? = nil, resumeToken: Data, readTime: Google_Protobuf_Timestamp?
     ) {
-        let collect: Bool = state.withLock { s in
-            guard var view = s.views[id] else { return false }
+        state.withLock { s in
+            guard var view = s.views[id] else { return }
             var paths = Set<String>()
             var puts: [(path: String, document: Document?)] = []
             let writeAll = changed == nil
@@ -469,31 +672,111 @@ final class LocalSyncEngine: Sendable {
             var held = Set(pendingWrites(s).keys).union(puts.map(\.path))
             for (other, v) in s.views where other != id { held.formUnion(v.targetPaths) }
             let gone = Set((changed ?? []).compactMap { relativePath($0) })
-            let stale = view.targetPaths.union(view.last?.map(\.path) ?? []).union(gone).subtracting(paths).subtracting(held)
+            let stale = Array(view.targetPaths.union(view.last?.map(\.path) ?? []).union(gone).subtracting(paths).subtracting(held))
             s.sequence += 1
             let sequence = s.sequence
-            try? cache.database.write { db in
-                // What Watch says as of `readTime`: older than an acknowledged write's version is ignored.
-                try LocalCache.putRemote(db, puts, sequence: sequence, missingVersion: readTime)
-                try LocalCache.removeRemote(db, Array(stale), unlessNewerThan: readTime)
-                try LocalCache.putTarget(
-                    db, key: view.targetKey,
-                    state: LocalCache.TargetState(resumeToken: resumeToken, readTime: readTime, paths: Array(paths)), sequence: sequence,
-                    previousPaths: view.wroteTarget ? view.targetPaths : nil)
+            // What Watch says as of `readTime`, with the file's rules (older than what is cached, e.g.
+            // an acknowledged write's version, is ignored): first in memory, for the views.
+            let generation = unpersisted.withLock { u in
+                u.generation += 1
+                return u.generation
             }
+            var touched: [String] = []
+            for (path, document) in puts {
+                let version: Google_Protobuf_Timestamp? = if let document { document.hasUpdateTime ? document.updateTime : nil } else { readTime }
+                if let version, let cached = try? remoteVersion(path), ValueOrder.compareTimestamps(cached, version) > 0 { continue }
+                let entry: RemoteEntry = document.map { .document($0) } ?? .missing(version)
+                unpersisted.withLock { $0.entries[path] = (entry, generation) }
+                touched.append(path)
+            }
+            for path in stale {
+                if let readTime, let cached = try? remoteVersion(path), ValueOrder.compareTimestamps(cached, readTime) > 0 { continue }
+                unpersisted.withLock { $0.entries[path] = (.forgotten, generation) }
+                touched.append(path)
+            }
+            let target = LocalCache.TargetState(resumeToken: resumeToken, readTime: readTime, paths: Array(paths))
+            let previousPaths = view.wroteTarget ? view.targetPaths : nil
             view.wroteTarget = true
             view.synced = true
             view.targetPaths = paths
             s.views[id] = view
             s.online = .online
+            // The snapshots are computed and dispatched now, but run only once the store below is
+            // queued: an app that calls `terminate()` (or anything that flushes) from its callback
+            // must find the store of what it was shown.
+            callbacks.suspend()
+            defer { callbacks.resume() }
             recomputeAll(&s)
+            // Then in the file, beside the snapshots on their way.
+            let key = view.targetKey
+            // What a query view now shows, for the next instance's first snapshot.
+            var shown: [ViewDocument]?
+            if case .query = view.kind { shown = s.views[id]?.last }
+            var collect: (active: Set<String>, pinned: Set<String>)?
             if ContinuousClock.now - s.lastCollection > .seconds(60) {
                 s.lastCollection = .now
-                return true
+                collect = (Set(s.views.values.map(\.targetKey)), Set(pendingWrites(s).keys))
             }
-            return false
+            persister.async { [self, puts, stale, touched, collect, shown] in
+                try? cache.database.write { db in
+                    try LocalCache.putRemote(db, puts, sequence: sequence, missingVersion: readTime)
+                    try LocalCache.removeRemote(db, stale, unlessNewerThan: readTime)
+                    try LocalCache.putTarget(db, key: key, state: target, sequence: sequence, previousPaths: previousPaths)
+                    if let shown {
+                        let entries = shown.map { LocalCache.StoredResult.Entry(path: $0.path, version: $0.version) }
+                        try LocalCache.putResult(db, key: key, result: LocalCache.StoredResult(entries: entries, sequence: sequence))
+                    }
+                }
+                unpersisted.withLock { u in
+                    for path in touched where u.entries[path]?.generation == generation { u.entries.removeValue(forKey: path) }
+                }
+                if let collect { collectGarbage(active: collect.active, pinned: collect.pinned) }
+            }
         }
-        if collect { collectGarbageIfNeeded() }
+    }
+
+    /// A remote document as the views see it: Watch's unstored news, else the file.
+    /// `.some(nil)` when known missing, nil when not cached. (Callers hold the state lock, so
+    /// nothing is added to `unpersisted` meanwhile; it is read before the file, which only moves on.)
+    func remoteDocument(_ path: String) throws -> Document?? {
+        if let entry = unpersisted.withLock({ $0.entries[path]?.entry }) {
+            switch entry {
+            case .document(let document): return .some(document)
+            case .missing: return .some(nil)
+            case .forgotten: return nil
+            }
+        }
+        return try cache.remote(path)
+    }
+
+    /// The version of what is cached for a path, unstored news first (see `LocalCache.version`).
+    func remoteVersion(_ path: String) throws -> Google_Protobuf_Timestamp? {
+        if let entry = unpersisted.withLock({ $0.entries[path]?.entry }) {
+            switch entry {
+            case .document(let document): return document.hasUpdateTime ? document.updateTime : nil
+            case .missing(let version): return version
+            case .forgotten: return nil
+            }
+        }
+        return try cache.database.read { db in try LocalCache.version(db, path) }
+    }
+
+    func remoteDocuments(paths: [String]) throws -> [String: Document] {
+        let news = unpersisted.withLock { $0.entries }
+        var out = try cache.remote(paths: news.isEmpty ? paths : paths.filter { news[$0] == nil })
+        for path in paths { if case .document(let document)? = news[path]?.entry { out[path] = document } }
+        return out
+    }
+
+    func remoteDocuments(collectionPath: String?, collectionID: String) throws -> [String: Document] {
+        let news = unpersisted.withLock { $0.entries }
+        var out = try cache.remote(collectionPath: collectionPath, collectionID: collectionID)
+        for (path, news) in news {
+            let (parent, id) = LocalCache.collectionPath(path)
+            guard collectionPath.map({ $0 == parent }) ?? (id == collectionID) else { continue }
+            if case .document(let document) = news.entry { out[path] = document } else { out.removeValue(forKey: path) }
+        }
+        return out
     }
 
     // MARK: Reads
@@ -502,7 +785,7 @@ final class LocalSyncEngine: Sendable {
     func cachedDocument(_ path: String) throws -> (document: Document?, pending: Bool)? {
         try state.withLock { s in
             let writes = pendingWrites(s)[path] ?? []
-            let cached = try cache.remote(path)
+            let cached = try remoteDocument(path)
             if cached == nil && writes.isEmpty { return nil }
             return (overlay(cached ?? nil, path: path, writes: writes), !writes.isEmpty)
         }
@@ -513,6 +796,7 @@ final class LocalSyncEngine: Sendable {
         state.withLock { s in
             s.sequence += 1
             let sequence = s.sequence
+            flush()  // after Watch's news, which the versions compare with
             _ = try? cache.database.write { db in try LocalCache.putRemote(db, documents, sequence: sequence, missingVersion: readTime) }
             recomputeAll(&s)
         }
@@ -539,13 +823,11 @@ final class LocalSyncEngine: Sendable {
     // MARK: Garbage collection
 
     /// Removes least-recently-used documents outside active targets and pending writes while the
-    /// cache is over its size (the Apple SDK's LRU collector; run at start and then at most once a minute).
+    /// cache is over its size (the Apple SDK's LRU collector; run at start and then at most once a
+    /// minute, on the persister queue).
     @discardableResult
-    func collectGarbageIfNeeded() -> Int {
+    func collectGarbage(active: Set<String>, pinned: Set<String>) -> Int {
         guard sizeBytes >= 0 else { return 0 }
-        let (active, pinned) = state.withLock { s in
-            (Set(s.views.values.map(\.targetKey)), Set(pendingWrites(s).keys))
-        }
         return (try? cache.collectGarbage(thresholdBytes: sizeBytes, activeTargets: active, pinned: pinned)) ?? 0
     }
 }

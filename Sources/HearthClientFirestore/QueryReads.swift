@@ -36,9 +36,7 @@ extension Query {
             documents: docs, metadata: metadata,
             changes: docs.enumerated().map { ViewChange(type: .added, document: $1, oldIndex: nil, newIndex: $0) },
             metadataChanges: [], known: true)
-        var out = querySnapshot(view)
-        out.metadataDocumentChanges = nil
-        return out
+        return QuerySnapshot(query: self, view: view, separateMetadataChanges: false)
     }
 
     /// `RunQuery` with the wire form.

@@ -375,25 +375,7 @@ extension Query {
     }
 
     func querySnapshot(_ snapshot: ViewSnapshot) -> QuerySnapshot {
-        var made: [String: QueryDocumentSnapshot] = [:]
-        func doc(_ d: ViewDocument) -> QueryDocumentSnapshot {
-            if let existing = made[d.path] { return existing }
-            let s = QueryDocumentSnapshot(
-                reference: DocumentReference(path: d.path, firestore: firestore), document: d.document,
-                metadata: SnapshotMetadata(hasPendingWrites: d.hasPendingWrites, isFromCache: snapshot.metadata.isFromCache))
-            made[d.path] = s
-            return s
-        }
-        let documents = snapshot.documents.map(doc)
-        func change(_ c: ViewChange) -> DocumentChange {
-            DocumentChange(
-                type: c.type, document: doc(c.document), oldIndex: c.oldIndex.map(UInt.init) ?? UInt(NSNotFound),
-                newIndex: c.newIndex.map(UInt.init) ?? UInt(NSNotFound))
-        }
-        var out = QuerySnapshot(query: self, documents: documents, documentChanges: snapshot.changes.map(change))
-        out.metadata = snapshot.metadata
-        out.metadataDocumentChanges = snapshot.metadataChanges.map(change)
-        return out
+        QuerySnapshot(query: self, view: snapshot, separateMetadataChanges: true)
     }
 }
 

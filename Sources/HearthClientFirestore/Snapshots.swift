@@ -1,5 +1,6 @@
 import Foundation
 import HearthFirestoreProto
+import Synchronization
 
 /// Whether the data came from the server or the local cache, and whether it holds local writes.
 public struct SnapshotMetadata: Sendable, Equatable {
@@ -77,18 +78,78 @@ public final class QueryDocumentSnapshot: DocumentSnapshot, @unchecked Sendable 
     }
 }
 
+/// A query's results. Its document snapshots and changes are made when the app first asks for
+/// them (a first snapshot of 10,000 cached documents need not build 10,000 objects to be counted).
 public struct QuerySnapshot: @unchecked Sendable {
     public let query: Query
-    public let documents: [QueryDocumentSnapshot]
-    /// What changed since the listener's previous snapshot (everything is `added` in the first).
-    public var documentChanges: [DocumentChange] = []
-    public var metadata = SnapshotMetadata(hasPendingWrites: false, isFromCache: false)
-    /// With metadata changes: also documents whose `hasPendingWrites` flipped (as `modified`).
-    var metadataDocumentChanges: [DocumentChange]?
-    public var count: Int { documents.count }
-    public var isEmpty: Bool { documents.isEmpty }
+    let contents: QuerySnapshotContents
+    public var metadata: SnapshotMetadata
 
+    init(query: Query, view: ViewSnapshot, separateMetadataChanges: Bool) {
+        self.query = query
+        contents = QuerySnapshotContents(query: query, view: view, separateMetadataChanges: separateMetadataChanges)
+        metadata = view.metadata
+    }
+
+    public var documents: [QueryDocumentSnapshot] { contents.documents() }
+    /// What changed since the listener's previous snapshot (everything is `added` in the first).
+    public var documentChanges: [DocumentChange] { contents.changes(includeMetadataChanges: false) }
+    public var count: Int { contents.view.documents.count }
+    public var isEmpty: Bool { contents.view.documents.isEmpty }
+
+    /// With metadata changes: also documents whose `hasPendingWrites` flipped (as `modified`).
     public func documentChanges(includeMetadataChanges: Bool) -> [DocumentChange] {
-        includeMetadataChanges ? (metadataDocumentChanges ?? documentChanges) : documentChanges
+        contents.changes(includeMetadataChanges: includeMetadataChanges)
+    }
+}
+
+/// The view's documents and changes, turned into snapshots once, when first read.
+final class QuerySnapshotContents: Sendable {
+    let query: Query
+    let view: ViewSnapshot
+    /// A listener's snapshot keeps the metadata-only changes apart; a one-time read has none.
+    let separateMetadataChanges: Bool
+    let built = Mutex<(documents: [QueryDocumentSnapshot]?, changes: [DocumentChange]?, metadataChanges: [DocumentChange]?)>((nil, nil, nil))
+
+    init(query: Query, view: ViewSnapshot, separateMetadataChanges: Bool) {
+        self.query = query
+        self.view = view
+        self.separateMetadataChanges = separateMetadataChanges
+    }
+
+    func snapshot(_ d: ViewDocument) -> QueryDocumentSnapshot {
+        QueryDocumentSnapshot(
+            reference: DocumentReference(path: d.path, firestore: query.firestore), document: d.document,
+            metadata: SnapshotMetadata(hasPendingWrites: d.hasPendingWrites, isFromCache: view.metadata.isFromCache))
+    }
+
+    func documents() -> [QueryDocumentSnapshot] {
+        if let made = built.withLock({ $0.documents }) { return made }
+        let made = view.documents.map(snapshot)
+        return built.withLock { b in
+            if b.documents == nil { b.documents = made }
+            return b.documents!
+        }
+    }
+
+    func changes(includeMetadataChanges: Bool) -> [DocumentChange] {
+        let metadata = includeMetadataChanges && separateMetadataChanges
+        if let made = built.withLock({ metadata ? $0.metadataChanges : $0.changes }) { return made }
+        let documents = documents()
+        // A change's document is the snapshot in `documents` at its new index (the same object).
+        let made = (metadata ? view.metadataChanges : view.changes).map { c in
+            let document = c.newIndex.flatMap { i in i < documents.count && documents[i].reference.path == c.document.path ? documents[i] : nil }
+            return DocumentChange(
+                type: c.type, document: document ?? snapshot(c.document), oldIndex: c.oldIndex.map(UInt.init) ?? UInt(NSNotFound),
+                newIndex: c.newIndex.map(UInt.init) ?? UInt(NSNotFound))
+        }
+        return built.withLock { b in
+            if metadata {
+                if b.metadataChanges == nil { b.metadataChanges = made }
+                return b.metadataChanges!
+            }
+            if b.changes == nil { b.changes = made }
+            return b.changes!
+        }
     }
 }

@@ -381,6 +381,77 @@ func temporaryDirectory() -> URL {
         #expect(try reopened.batches(uid: "").count == 1, "the rebuilt file works and persists")
     }
 
+    /// A file with a damaged page past its header: opening works (the check is not on the app's
+    /// path), the background check finds the damage and marks the file, the next open rebuilds it.
+    func damagedCache(_ directory: URL) throws -> URL {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let file = directory.appendingPathComponent("cache.sqlite")
+        do {
+            let cache = try LocalCache(fileURL: file)
+            try cache.database.write { db in
+                for i in 0..<2_000 {
+                    var d = Google_Firestore_V1_Document()
+                    d.name = "projects/demo-hearth/databases/(default)/documents/c/d\(i)"
+                    var v = Google_Firestore_V1_Value()
+                    v.stringValue = "document number \(i), long enough to fill a few pages"
+                    d.fields = ["v": v]
+                    try LocalCache.putRemote(db, [("c/d\(i)", d)], sequence: 1)
+                }
+            }
+            try cache.database.close()  // folds the WAL into the file
+        }
+        // Overwrite a leaf page of the documents table (b-tree page type 13) in the middle of the
+        // file: the header, the schema, the queue and the indexes that opening reads stay intact.
+        var bytes = try Data(contentsOf: file)
+        let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
+        let leaves = (1..<(bytes.count / pageSize)).filter { bytes[$0 * pageSize] == 13 }
+        try #require(leaves.count > 10)
+        let page = leaves[leaves.count / 2]
+        bytes.replaceSubrange(page * pageSize..<(page + 1) * pageSize, with: Data(repeating: 0xA5, count: pageSize))
+        try bytes.write(to: file)
+        return file
+    }
+
+    @Test func damageFoundAfterOpeningIsMarkedAndRebuiltAtTheNextOpen() throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = try damagedCache(directory)
+        let marker = LocalCache.damageMarker(file)
+        let cache = try LocalCache(fileURL: file)
+        #expect(!cache.rebuilt, "opening does not read the whole file")
+        #expect(!FileManager.default.fileExists(atPath: marker.path))
+        #expect(!cache.checkIntegrity(), "the check finds the damaged page")
+        #expect(FileManager.default.fileExists(atPath: marker.path))
+        let reopened = try LocalCache(fileURL: file)
+        #expect(reopened.rebuilt)
+        #expect(!FileManager.default.fileExists(atPath: marker.path))
+        #expect(reopened.checkIntegrity())
+        #expect(try reopened.remote(collectionPath: "c", collectionID: "c").isEmpty)
+        _ = try reopened.enqueue(uid: "", writes: [Google_Firestore_V1_Write()], localWriteTime: Google_Protobuf_Timestamp())
+        #expect(try LocalCache(fileURL: file).batches(uid: "").count == 1, "the rebuilt file works and persists")
+    }
+
+    @Test func anAppOnADamagedCacheChecksItInTheBackgroundAndTheNextLaunchRebuildsIt() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        _ = try damagedCache(directory)
+        // No server: the listener reads what it can from the cache; nothing crashes.
+        let db = offlineFirestore(ports: ["auth": 1, "firestore": 1], cacheDirectory: directory)
+        let log = SnapshotLog<QuerySnapshot>()
+        let registration = db.collection("c").addSnapshotListener { snapshot, error in log.append(snapshot, error) }
+        #expect(!db.engine.cache.rebuilt)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while db.engine.integrity.withLock({ $0.intact }) == nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(db.engine.integrity.withLock { $0.intact } == false, "the check ran by itself after opening and found the damage")
+        registration.remove()
+        await db.terminate()
+        let next = offlineFirestore(ports: ["auth": 1, "firestore": 1], cacheDirectory: directory)
+        #expect(next.engine.cache.rebuilt, "the next launch starts from an empty file")
+        await next.terminate()
+    }
+
     @Test func garbageCollectionRemovesLeastRecentlyUsedDocumentsOutsideActiveTargetsAndPendingWrites() throws {
         let cache = try LocalCache(fileURL: nil)
         func doc(_ path: String) -> (path: String, document: Google_Firestore_V1_Document?) {
@@ -758,6 +829,51 @@ func temporaryDirectory() -> URL {
         #expect(shown(engine, seen).count == 3, "nothing new to show once Watch agrees")
     }
 
+    @Test func watchNewsIsShownBeforeItIsStoredAndStoredInOrder() throws {
+        let (engine, id, seen) = try engineWithView()
+        let gate = DispatchSemaphore(value: 0)
+        engine.persister.async { gate.wait() }  // the file is busy
+        let a = remote("c/a", rank: 1, at: 1)
+        let b = remote("c/b", rank: 2, at: 1)
+        engine.remoteSnapshot(id, documents: [a.name: a, b.name: b], resumeToken: Data([1]), readTime: stamp(1))
+        #expect(shown(engine, seen) == [["c/a", "c/b"]], "the view shows Watch's documents before the file has them")
+        #expect(try engine.cache.remote("c/a") == nil)
+        #expect(try engine.cachedDocument("c/a")?.document?.fields == a.fields, "reads see them too")
+        // b goes, and an older report of a (Watch lagging) is ignored, while the first store waits.
+        let olderA = remote("c/a", rank: 9, at: 0)
+        engine.remoteSnapshot(id, documents: [a.name: olderA], changed: [a.name, b.name], resumeToken: Data([2]), readTime: stamp(2))
+        #expect(shown(engine, seen) == [["c/a", "c/b"], ["c/a"]])
+        #expect(try engine.cachedDocument("c/a")?.document?.fields == a.fields)
+        gate.signal()
+        engine.flush()
+        #expect(engine.unpersisted.withLock { $0.entries.isEmpty }, "stored entries leave memory")
+        #expect((try engine.cache.remote("c/a") ?? nil)?.fields == a.fields, "the file has the newer a")
+        #expect(try engine.cache.remote("c/b") == nil, "and not b")
+        let target = try #require(try engine.cache.target("q|c"))
+        #expect(target.resumeToken == Data([2]))
+        #expect(target.paths == ["c/a"])
+    }
+
+    @Test func aStoreIsQueuedBeforeTheAppSeesItsSnapshot() throws {
+        // An app that terminates from its callback (flush) must find the store of what it saw.
+        let engine = try LocalSyncEngine(cache: LocalCache(fileURL: nil), databaseName: Self.database, uid: "", sizeBytes: -1)
+        let tokens = Mutex<[Data?]>([])
+        _ = engine.addView(kind: .document(path: "c/d"), targetKey: "d|c/d", includeMetadataChanges: false) { [engine] _ in
+            engine.flush()
+            tokens.withLock { $0.append(try? engine.cache.target("d|c/d")?.resumeToken) }
+        }
+        let view = try #require(engine.state.withLock { $0.views.keys.first })
+        for i in 1...20 {
+            let d = remote("c/d", rank: Int64(i), at: Int64(i))
+            engine.remoteSnapshot(view, documents: [d.name: d], resumeToken: Data([UInt8(i)]), readTime: stamp(Int64(i)))
+        }
+        engine.callbacks.sync {}
+        let seen = tokens.withLock { $0 }
+        #expect(seen.count == 20)
+        let found = seen.map { $0?.first.map(Int.init) ?? 0 }
+        #expect(found.enumerated().allSatisfy { i, token in token >= i + 1 }, "each callback found its store queued: \(found)")
+    }
+
     @Test func aVersionOneCacheGainsVersionsAndKeepsItsQueue() throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -772,6 +888,10 @@ func temporaryDirectory() -> URL {
                     DROP TABLE remote_documents;
                     CREATE TABLE remote_documents (path TEXT PRIMARY KEY NOT NULL, collection_path TEXT NOT NULL,
                         collection_id TEXT NOT NULL, document BLOB, size INTEGER NOT NULL, sequence INTEGER NOT NULL);
+                    DROP TABLE targets;
+                    CREATE TABLE targets (target_key TEXT PRIMARY KEY NOT NULL, resume_token BLOB NOT NULL, read_time BLOB,
+                        sequence INTEGER NOT NULL);
+                    INSERT INTO targets VALUES ('q|c', x'01', NULL, 1);
                     PRAGMA user_version = 1;
                     """)
                 try db.execute(
@@ -792,6 +912,8 @@ func temporaryDirectory() -> URL {
         #expect(ignored.isEmpty, "older news is ignored")
         #expect(stored == ["c/a"])
         #expect(after == stamp(6), "a tombstone keeps its version")
+        #expect(try cache.target("q|c")?.resumeToken == Data([1]), "targets survive, gaining result columns")
+        #expect(try cache.storedResult("q|c") == nil)
     }
 
     @Test func aDocumentViewKeepsAnAcknowledgedWriteOverAnOlderMissingReport() throws {
@@ -878,5 +1000,112 @@ func temporaryDirectory() -> URL {
         #expect(!engine("sub", parent: "c/a", group: true).inCollection("c/ab/sub/b"), "a parent that only shares a prefix")
         #expect(!engine("sub", group: true).inCollection("c/a/subs/b"))
         #expect(engine("é", group: true).inCollection("c/ü/é/d"))
+    }
+}
+
+/// A new instance's first snapshot of a query starts from what the target last showed (no query
+/// run, documents decoded when read), unless something in the collection may have changed since.
+@Suite struct FirestoreStoredResultTests {
+    let watch = FirestoreStaleWatchTests()
+    typealias Doc = Google_Firestore_V1_Document
+
+    func query() -> LocalSyncEngine.ViewKind {
+        var query = Google_Firestore_V1_StructuredQuery()
+        var from = Google_Firestore_V1_StructuredQuery.CollectionSelector()
+        from.collectionID = "c"
+        query.from = [from]
+        var order = Google_Firestore_V1_StructuredQuery.Order()
+        order.field.fieldPath = "rank"
+        query.orderBy = [order]
+        return .query(LocalQueryEngine(documentsRoot: FirestoreStaleWatchTests.root, parentPath: "", query: query), collectionPath: "c", collectionID: "c")
+    }
+
+    func engine(_ file: URL) throws -> LocalSyncEngine {
+        try LocalSyncEngine(cache: LocalCache(fileURL: file), databaseName: FirestoreStaleWatchTests.database, uid: "", sizeBytes: -1)
+    }
+
+    /// A first instance shows b (rank 1) and a (rank 2) from the server; `between` changes the file
+    /// before the second instance's first snapshot, which is returned.
+    func secondFirstSnapshot(_ between: (LocalSyncEngine) throws -> Void = { _ in }) throws -> ViewSnapshot {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("cache.sqlite")
+        do {
+            let first = try engine(file)
+            let seen = FirestoreStaleWatchTests.Seen()
+            let id = first.addView(kind: query(), targetKey: "q|c", includeMetadataChanges: false) { s in seen.snapshots.withLock { $0.append(s) } }
+            let a = watch.remote("c/a", rank: 2, at: 1), b = watch.remote("c/b", rank: 1, at: 1)
+            first.remoteSnapshot(id, documents: [a.name: a, b.name: b], resumeToken: Data([1]), readTime: watch.stamp(1))
+            #expect(watch.shown(first, seen) == [["c/b", "c/a"]])
+            first.close()
+        }
+        let second = try engine(file)
+        try between(second)
+        let seen = FirestoreStaleWatchTests.Seen()
+        _ = second.addView(kind: query(), targetKey: "q|c", includeMetadataChanges: false) { s in seen.snapshots.withLock { $0.append(s) } }
+        second.callbacks.sync {}
+        second.close()
+        return try #require(seen.snapshots.withLock { $0.first })
+    }
+
+    func isCached(_ d: ViewDocument) -> Bool { if case .cached = d.content { true } else { false } }
+
+    @Test func anUnchangedResultIsShownWithoutRunningTheQuery() throws {
+        let snapshot = try secondFirstSnapshot()
+        #expect(snapshot.documents.map(\.path) == ["c/b", "c/a"])
+        #expect(snapshot.metadata.isFromCache)
+        #expect(snapshot.documents.allSatisfy(isCached), "taken from the stored result, not decoded")
+        #expect(snapshot.documents.map { $0.document.fields } == [watch.fields(rank: 1), watch.fields(rank: 2)], "decoded when read")
+    }
+
+    @Test func aDocumentWrittenSinceIsPlacedByTheQuery() throws {
+        let snapshot = try secondFirstSnapshot { engine in
+            try engine.cache.database.write { db in
+                let document: Doc? = watch.remote("c/c", rank: 0, at: 2)
+                _ = try LocalCache.putRemote(db, [(path: "c/c", document: document)], sequence: 100)
+            }
+        }
+        #expect(snapshot.documents.map(\.path) == ["c/c", "c/b", "c/a"])
+    }
+
+    @Test func aStoredDocumentAtAnotherVersionIsPlacedByTheQuery() throws {
+        let snapshot = try secondFirstSnapshot { engine in
+            try engine.cache.database.write { db in
+                let document: Doc? = watch.remote("c/a", rank: 0, at: 2)
+                _ = try LocalCache.putRemote(db, [(path: "c/a", document: document)], sequence: 100)
+            }
+        }
+        #expect(snapshot.documents.map(\.path) == ["c/a", "c/b"])
+        #expect(snapshot.documents.first?.document.fields == watch.fields(rank: 0))
+    }
+
+    @Test func aDocumentThatLeftOrAPendingDeleteDropsOut() throws {
+        let gone = try secondFirstSnapshot { engine in
+            try engine.cache.database.write { db in try LocalCache.removeRemote(db, ["c/a"]) }
+        }
+        #expect(gone.documents.map(\.path) == ["c/b"])
+        let deleted = try secondFirstSnapshot { engine in
+            engine.enqueue([watch.delete("c/b")]) { _ in }
+        }
+        #expect(deleted.documents.map(\.path) == ["c/a"])
+        #expect(!deleted.metadata.hasPendingWrites)
+    }
+
+    @Test func aPendingWriteThatMatchesIsPlacedByTheQuery() throws {
+        let snapshot = try secondFirstSnapshot { engine in
+            engine.enqueue([watch.set("c/z", rank: 0)]) { _ in }
+        }
+        #expect(snapshot.documents.map(\.path) == ["c/z", "c/b", "c/a"])
+        #expect(snapshot.metadata.hasPendingWrites)
+    }
+
+    @Test func aStoredResultRoundTrips() {
+        var version = Google_Protobuf_Timestamp()
+        version.seconds = 1_700_000_000
+        version.nanos = 123
+        let result = LocalCache.StoredResult(
+            entries: [.init(path: "c/ä b/é", version: version), .init(path: "c/x", version: nil)], sequence: 42)
+        #expect(LocalCache.StoredResult(encoded: result.encoded(), sequence: 42) == result)
+        #expect(LocalCache.StoredResult(encoded: Data([1, 2, 3]), sequence: 1) == nil, "not such a list")
     }
 }
