@@ -225,14 +225,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The composition root: reads the configuration, opens the stores of one storage backend (SQLite today),
+        // The composition root: reads the configuration, opens the stores of one storage backend (SQLite or PostgreSQL),
         // builds the engines and hands them to HearthServer; the Emulator Suite export and import of a data directory.
         .target(
             name: "HearthApp",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthAuth", "HearthStorage", "HearthDatabase", "HearthAppCheck", "HearthSQLite",
-                "HearthServer",
+                "HearthPostgres", "HearthServer",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -443,7 +444,7 @@ let package = Package(
         .testTarget(
             name: "HearthAppTests",
             dependencies: [
-                "HearthApp", "HearthServer", "HearthCore", "HearthAuth", "HearthDocuments", "HearthSQLite", "HearthStorage",
+                "HearthApp", "HearthServer", "HearthCore", "HearthAuth", "HearthDocuments", "HearthSQLite", "HearthStorage", "HearthPostgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

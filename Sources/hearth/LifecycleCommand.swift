@@ -24,6 +24,7 @@ struct LifecycleCommand: AsyncParsableCommand {
         func run() async throws {
             let rules: LifecycleRules
             do { rules = try LifecycleRules.load(config) } catch { throw ValidationError(error.message) }
+            try refuseOverPostgres(data.url)
             let store = try SQLiteDocumentStore(path: data.url.appendingPathComponent("hearth.sqlite").path)
             let engine = try await DocumentEngine(store: store, logger: Logger(label: "hearth.lifecycle"))
             var configuration = ServerConfiguration()
