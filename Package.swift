@@ -131,7 +131,7 @@ let package = Package(
         .target(
             name: "HearthPostgres",
             dependencies: [
-                "HearthCore", "HearthDatabase", "HearthStorage", "HearthAppCheck",
+                "HearthCore", "HearthDocuments", "HearthDatabase", "HearthStorage", "HearthAppCheck",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // ConnectionPoolError, which PostgresClient throws as is when no connection can be leased.
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
@@ -421,7 +421,7 @@ let package = Package(
         .testTarget(
             name: "HearthPostgresTests",
             dependencies: [
-                "HearthPostgres", "HearthStoreConformance", "HearthCore", "HearthDatabase", "HearthStorage", "HearthAppCheck",
+                "HearthPostgres", "HearthStoreConformance", "HearthCore", "HearthDocuments", "HearthDatabase", "HearthStorage", "HearthAppCheck",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -100,6 +100,34 @@ public enum PostgresSchema {
                 "CREATE TABLE app_check_consumed (token_id text PRIMARY KEY, expires bigint NOT NULL)",
                 "CREATE INDEX app_check_consumed_expiry ON app_check_consumed (expires)",
             ]),
+        Migration(
+            version: 4, name: "firestore-documents",
+            statements: [
+                // The tables of SQLiteDocumentStore: documents keyed by (database, parent collection, the
+                // name's order-preserving key), so a collection in name order is one range of the key.
+                """
+                CREATE TABLE firestore_documents (
+                    db text COLLATE "C" NOT NULL, parent text COLLATE "C" NOT NULL, name_key bytea NOT NULL,
+                    path text COLLATE "C" NOT NULL, collection_id text COLLATE "C" NOT NULL, data bytea NOT NULL,
+                    create_us bigint NOT NULL, update_us bigint NOT NULL, PRIMARY KEY (db, parent, name_key))
+                """,
+                "CREATE INDEX firestore_documents_by_group ON firestore_documents (db, collection_id, name_key)",
+                """
+                CREATE TABLE firestore_index_entries (
+                    db text COLLATE "C" NOT NULL, scope text COLLATE "C" NOT NULL, key bytea NOT NULL, doc text COLLATE "C" NOT NULL,
+                    PRIMARY KEY (db, scope, key))
+                """,
+                // The state each write replaced, until the commit time (NULL data: the document was missing).
+                """
+                CREATE TABLE firestore_history (
+                    until_us bigint NOT NULL, db text COLLATE "C" NOT NULL, path text COLLATE "C" NOT NULL, data bytea,
+                    create_us bigint, update_us bigint, PRIMARY KEY (db, path, until_us))
+                """,
+                "CREATE INDEX firestore_history_by_time ON firestore_history (until_us, db)",
+                "CREATE TABLE firestore_index_definitions (id integer PRIMARY KEY, definition text NOT NULL)",
+                // One row per commit time (the last commit time is the highest); pruned below the highest.
+                "CREATE TABLE firestore_commit_times (time_us bigint PRIMARY KEY)",
+            ]),
     ]
 
     /// The newest version this binary knows.

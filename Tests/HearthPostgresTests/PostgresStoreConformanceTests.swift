@@ -1,5 +1,6 @@
 import HearthAppCheck
 import HearthDatabase
+import HearthDocuments
 import HearthStorage
 import HearthStoreConformance
 import Testing
@@ -10,6 +11,11 @@ import Testing
 /// database of the test server.
 @Suite(.enabled(if: TestPostgres.available, "PostgreSQL is not installed and HEARTH_TEST_POSTGRES_URL is not set"))
 struct PostgresStoreConformanceTests {
+    @Test(arguments: DocumentStoreConformance.cases)
+    func documents(_ scenario: DocumentStoreConformance.Case) async throws {
+        try await scenario.run { PostgresDocumentStore(backend: try await TestPostgres.shared.freshBackend()) }
+    }
+
     @Test(arguments: DatabaseTreeStoreConformance.all)
     func databaseTree(_ scenario: DatabaseTreeStoreConformance.Case) async throws {
         try await scenario.run { PostgresDatabaseTreeStore(backend: try await TestPostgres.shared.freshBackend()) }
