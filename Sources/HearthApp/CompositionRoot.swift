@@ -126,11 +126,9 @@ public enum CompositionRoot {
         return try await authEngine(configuration, store: try Stores.openAccounts(dataDirectory), keys: dataDirectory.appendingPathComponent("keys"))
     }
 
-    /// The Realtime Database of a data directory as the lifecycle worker sees it (for
-    /// `hearth lifecycle plan`, which reads it while the server is stopped).
-    public static func lifecycleDatabase(_ configuration: ServerConfiguration, directory: String) throws -> DatabaseLifecycleAdapter {
-        let trees = try Stores.openDatabaseTrees(URL(fileURLWithPath: directory))
-        let engine = DatabaseEngine(store: trees, authorizer: HearthServer.databaseAuthorizer(emulator: configuration.emulator))
+    /// The Realtime Database of `stores` as the lifecycle worker sees it (for `hearth lifecycle plan`).
+    public static func lifecycleDatabase(_ configuration: ServerConfiguration, stores: Stores) -> DatabaseLifecycleAdapter {
+        let engine = DatabaseEngine(store: stores.databaseTrees, authorizer: HearthServer.databaseAuthorizer(emulator: configuration.emulator))
         return DatabaseLifecycleAdapter(engine: engine, project: configuration.project)
     }
 

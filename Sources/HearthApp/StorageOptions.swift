@@ -128,10 +128,10 @@ public enum BlobStoreLocation: Sendable, Equatable {
 /// whole URL, readable only by its owner, as the admin token beside it), so that
 /// - nothing mistakes the data directory's SQLite files — empty, or left from before — for the
 ///   server's data: `hearth serve` without the URL refuses the directory, and so do the offline
-///   commands that copy those files (`backup`, `restore`, `export`, `import`, `lifecycle plan`:
+///   commands that copy those files (`backup`, `restore`, `export`, `import`:
 ///   ``refusal(dataDirectory:command:configured:)``);
-/// - `hearth admin …` run on the data directory reaches the server's database
-///   (``url(_:)``).
+/// - `hearth admin …` and `hearth lifecycle plan` run on the data directory reach the server's
+///   database (``url(_:)``).
 public enum PostgresMarker {
     public static let fileName = "postgres-database"
 

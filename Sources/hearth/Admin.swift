@@ -24,13 +24,6 @@ struct DataDirOption: ParsableArguments {
         URL(fileURLWithPath: dataDir ?? ProcessInfo.processInfo.environment["HEARTH_DATA_DIR"] ?? "./hearth-data")
     }
 
-    /// Object metadata over the SQLite files (`hearth lifecycle plan`; refused over PostgreSQL).
-    func openObjects() throws -> ObjectStore {
-        try refuseOverPostgres(url)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return try ObjectStore.open(directory: url)
-    }
-
     /// `body` over the stores the server of this data directory uses: PostgreSQL when
     /// `HEARTH_DATABASE_URL` (or firebase.json's `hearth.databaseUrl`) names a database, or the
     /// data directory's `postgres-database` file says its server keeps its data there; else the

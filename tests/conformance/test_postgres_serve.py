@@ -22,6 +22,8 @@ import pytest
 import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from google.api_core import exceptions as gexc
+from google.cloud import firestore
 
 from conftest import PROJECT, TARGET, HearthServer, LocalPostgres, _free_port, create_database, postgres_bin_dir, psql
 
@@ -181,6 +183,23 @@ def rtdb(srv, method: str, path: str, **kw):
                             headers={"Authorization": "Bearer owner"}, timeout=60, **kw)
 
 
+def firestore_client(srv) -> firestore.Client:
+    previous = os.environ.get("FIRESTORE_EMULATOR_HOST")
+    os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{srv.port}"
+    try:
+        return firestore.Client(project=PROJECT)
+    finally:
+        if previous is None:
+            os.environ.pop("FIRESTORE_EMULATOR_HOST", None)
+        else:
+            os.environ["FIRESTORE_EMULATOR_HOST"] = previous
+
+
+def firestore_rest(srv, method: str, doc: str, **kw):
+    return requests.request(method, f"{srv.rest_base}/v1/projects/{PROJECT}/databases/(default)/documents/{doc}",
+                            headers={"Authorization": "Bearer owner"}, timeout=60, **kw)
+
+
 def admin(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
     return subprocess.run([binary(), *args, "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=120, env=clean_env())
 
@@ -198,10 +217,23 @@ def test_a_database_that_stops_while_serving_answers_unavailable_and_the_server_
         s3.create_bucket(Bucket=bucket)
         s3.put_object(Bucket=bucket, Key="before.txt", Body=b"kept")
         assert rtdb(srv, "PUT", "/faults/before.json", json={"n": 1}).status_code == 200
+        fs = firestore_client(srv)
+        fs.collection("faults").document("before").set({"n": 1})
         assert requests.get(f"http://127.0.0.1:{srv.ports['api']}/readyz", timeout=30).status_code == 200
 
         postgres.stop()
         try:
+            # Firestore over gRPC (the official client): UNAVAILABLE, the write not acknowledged.
+            with pytest.raises(gexc.ServiceUnavailable):
+                fs.collection("faults").document("during").set({"n": 2}, retry=None, timeout=60)
+            # (A document the server read or wrote recently may be answered from its document cache;
+            # one it never saw needs the database.)
+            with pytest.raises(gexc.ServiceUnavailable):
+                fs.collection("faults").document("never-seen").get(retry=None, timeout=60)
+            # Firestore REST: 503 with Google's JSON error.
+            r = firestore_rest(srv, "PATCH", "faults/rest", json={"fields": {"n": {"integerValue": "2"}}})
+            assert r.status_code == 503, r.text
+            assert r.json()["error"]["status"] == "UNAVAILABLE"
             # Realtime Database REST: 503 with its JSON error, the write not acknowledged.
             r = rtdb(srv, "PUT", "/faults/during.json", json={"n": 2})
             assert r.status_code == 503, r.text
@@ -234,6 +266,10 @@ def test_a_database_that_stops_while_serving_answers_unavailable_and_the_server_
             assert time.monotonic() < deadline, f"not served again: {r.status_code} {r.text}"
             time.sleep(0.5)
         assert r.json() == {"before": {"n": 1}}, "the write refused while the database was down must not be there"
+        assert fs.collection("faults").document("before").get().to_dict() == {"n": 1}
+        assert not fs.collection("faults").document("during").get().exists
+        assert firestore_rest(srv, "GET", "faults/rest").status_code == 404
+        fs.collection("faults").document("after").set({"n": 3})
         assert s3.get_object(Bucket=bucket, Key="before.txt")["Body"].read() == b"kept"
         keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
         assert keys == ["before.txt"]
