@@ -119,13 +119,6 @@ public enum CompositionRoot {
         try await authEngine(configuration, store: stores.accounts, keys: stores.authKeys)
     }
 
-    /// The auth engine of a data directory alone (`hearth admin`, `hearth lifecycle plan`, the
-    /// first start's service account): `<data-dir>/auth.sqlite`, its signing keys under `<data-dir>/keys/`.
-    public static func openAuth(_ configuration: ServerConfiguration, directory: String) async throws -> AuthEngine {
-        let dataDirectory = URL(fileURLWithPath: directory)
-        return try await authEngine(configuration, store: try Stores.openAccounts(dataDirectory), keys: dataDirectory.appendingPathComponent("keys"))
-    }
-
     /// The Realtime Database of `stores` as the lifecycle worker sees it (for `hearth lifecycle plan`).
     public static func lifecycleDatabase(_ configuration: ServerConfiguration, stores: Stores) -> DatabaseLifecycleAdapter {
         let engine = DatabaseEngine(store: stores.databaseTrees, authorizer: HearthServer.databaseAuthorizer(emulator: configuration.emulator))

@@ -32,10 +32,12 @@ struct Serve: AsyncParsableCommand {
             PUT /emulator/v1/projects/{p}:securityRules loads rules.
 
             Storage: by default everything lives under the data directory (SQLite files and object \
-            bytes). Keep them in a PostgreSQL database and an S3 bucket (MinIO, Ceph, AWS) instead:
-              hearth serve --database-url postgres://hearth:secret@db.internal:5432/hearth \\
-                --blob-store 's3://hearth-objects?endpoint=http://minio.internal:9000&region=us-east-1'
-            (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment; docs/postgres.md, docs/production.md).
+            bytes). --database-url keeps the data in PostgreSQL, --blob-store the object bytes in an S3 \
+            bucket (MinIO, Ceph, AWS); see docs/postgres.md and docs/production.md. Examples (S3 \
+            credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY):
+              hearth serve --database-url postgres://hearth:pw@db.internal:5432/hearth
+              hearth serve --blob-store s3://objects?endpoint=http://minio:9000
+              hearth serve --blob-store 's3://objects?region=eu-west-1&prefix=prod/'
             """
     )
 
