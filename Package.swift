@@ -126,12 +126,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Shared persistence on PostgreSQL behind the engines' protocols (object metadata and S3 keys, App Check, the
-        // Realtime Database tree): one connection pool, versioned migrations under an advisory lock. The only module with
+        // Realtime Database tree, accounts): one connection pool, versioned migrations under an advisory lock. The only module with
         // postgres-nio.
         .target(
             name: "HearthPostgres",
             dependencies: [
-                "HearthCore", "HearthDocuments", "HearthDatabase", "HearthStorage", "HearthAppCheck",
+                "HearthCore", "HearthDocuments", "HearthDatabase", "HearthStorage", "HearthAppCheck", "HearthAuth",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // ConnectionPoolError, which PostgresClient throws as is when no connection can be leased.
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
@@ -422,6 +422,7 @@ let package = Package(
             name: "HearthPostgresTests",
             dependencies: [
                 "HearthPostgres", "HearthStoreConformance", "HearthCore", "HearthDocuments", "HearthDatabase", "HearthStorage", "HearthAppCheck",
+                "HearthAuth",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -81,12 +81,9 @@ public struct Stores: Sendable {
         try await PostgresSchema.migrate(settings, logger: logger)
         try PostgresMarker.write(dataDirectory, url: url)
         let backend = PostgresBackend(settings: settings, logger: logger)
-        // TEMPORARY (issue 18 part 2): accounts stay in the data directory's SQLite file until
-        // PostgresAuthStore is merged (branch pgauth).
-        let accounts = try openAccounts(dataDirectory)
         let path = dataDirectory.path
         return Stores(
-            documents: PostgresDocumentStore(backend: backend), accounts: accounts, objectMetadata: PostgresObjectMetadataStore(backend: backend),
+            documents: PostgresDocumentStore(backend: backend), accounts: PostgresAuthStore(backend: backend), objectMetadata: PostgresObjectMetadataStore(backend: backend),
             blobs: try ObjectStore.blobStore(directory: dataDirectory, s3: blobS3), databaseTrees: PostgresDatabaseTreeStore(backend: backend),
             appCheck: PostgresAppCheckStore(backend: backend), authKeys: dataDirectory.appendingPathComponent("keys"),
             appCheckKeys: dataDirectory.appendingPathComponent("app-check-keys"),

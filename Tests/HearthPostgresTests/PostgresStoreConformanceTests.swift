@@ -1,4 +1,5 @@
 import HearthAppCheck
+import HearthAuth
 import HearthDatabase
 import HearthDocuments
 import HearthStorage
@@ -29,5 +30,10 @@ struct PostgresStoreConformanceTests {
     @Test(arguments: AppCheckStoreConformance.all)
     func appCheck(_ scenario: AppCheckStoreConformance.Case) async throws {
         try await scenario.run { PostgresAppCheckStore(backend: try await TestPostgres.shared.freshBackend()) }
+    }
+
+    @Test(arguments: AuthStoreConformance.scenarios)
+    func auth(_ scenario: AuthStoreConformance.Scenario) async throws {
+        try await scenario.run { PostgresAuthStore(backend: try await TestPostgres.shared.freshBackend()) }
     }
 }
