@@ -253,14 +253,19 @@ class HearthServer:
         self.workdir = workdir
         self.emulator = emulator
         self.extra_args = list(extra_args)
+        self.data_dir = workdir / "data"
+        self.data_dir.mkdir(parents=True, exist_ok=True)
         # Over PostgreSQL (HEARTH_TEST_DATABASE_URL): a database of this server's own, kept across
         # its restarts and dropped once the object is gone (or at exit).
         self.database_url = database_url
         if self.database_url is None and DATABASE_ADMIN_URL and "--database-url" not in self.extra_args:
             name, self.database_url = create_database(DATABASE_ADMIN_URL)
             weakref.finalize(self, drop_database, DATABASE_ADMIN_URL, name)
-        self.data_dir = workdir / "data"
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+            # What the server's first start writes (docs/postgres.md), written now so that `hearth admin …`
+            # run on the data directory before that start (a service account) reaches the same database.
+            marker = self.data_dir / "postgres-database"
+            marker.write_text(self.database_url + "\n")
+            marker.chmod(0o600)
         self.ready_file = workdir / "ready.json"
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
