@@ -42,7 +42,8 @@ def binary() -> str:
 
 
 def clean_env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEARTH_") or k == "HEARTH_BIN"}
+    env = {k: v for k, v in os.environ.items()
+           if (not k.startswith("HEARTH_") or k == "HEARTH_BIN") and k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")}
     env.update(extra)
     return env
 
