@@ -126,12 +126,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Shared persistence on PostgreSQL behind the engines' protocols (object metadata and S3 keys, App Check, the
-        // Realtime Database tree): one connection pool, versioned migrations under an advisory lock. The only module with
+        // Realtime Database tree, accounts): one connection pool, versioned migrations under an advisory lock. The only module with
         // postgres-nio.
         .target(
             name: "HearthPostgres",
             dependencies: [
-                "HearthCore", "HearthDatabase", "HearthStorage", "HearthAppCheck",
+                "HearthCore", "HearthDocuments", "HearthDatabase", "HearthStorage", "HearthAppCheck", "HearthAuth",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 // ConnectionPoolError, which PostgresClient throws as is when no connection can be leased.
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
@@ -225,14 +225,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The composition root: reads the configuration, opens the stores of one storage backend (SQLite today),
+        // The composition root: reads the configuration, opens the stores of one storage backend (SQLite or PostgreSQL),
         // builds the engines and hands them to HearthServer; the Emulator Suite export and import of a data directory.
         .target(
             name: "HearthApp",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthAuth", "HearthStorage", "HearthDatabase", "HearthAppCheck", "HearthSQLite",
-                "HearthServer",
+                "HearthPostgres", "HearthServer",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -420,7 +421,8 @@ let package = Package(
         .testTarget(
             name: "HearthPostgresTests",
             dependencies: [
-                "HearthPostgres", "HearthStoreConformance", "HearthCore", "HearthDatabase", "HearthStorage", "HearthAppCheck",
+                "HearthPostgres", "HearthStoreConformance", "HearthCore", "HearthDocuments", "HearthDatabase", "HearthStorage", "HearthAppCheck",
+                "HearthAuth",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -443,7 +445,7 @@ let package = Package(
         .testTarget(
             name: "HearthAppTests",
             dependencies: [
-                "HearthApp", "HearthServer", "HearthCore", "HearthAuth", "HearthDocuments", "HearthSQLite", "HearthStorage",
+                "HearthApp", "HearthServer", "HearthCore", "HearthAuth", "HearthDocuments", "HearthSQLite", "HearthStorage", "HearthPostgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

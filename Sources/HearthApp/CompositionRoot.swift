@@ -1,25 +1,74 @@
 public import Foundation
-public import HearthAppCheck
+import HearthAppCheck
 public import HearthAuth
 import HearthCore
 import HearthDatabase
 import HearthDocuments
 public import HearthServer
-import HearthStorage
+public import HearthStorage
 public import Logging
+import ServiceLifecycle
 
 /// The composition root: reads a ``ServerConfiguration``, opens the stores of its
 /// ``StorageBackend``, builds the engines over them and hands them to ``HearthServer`` (the
 /// transports). `hearth serve`, `hearth bench` and the tests that run a whole server start here;
 /// the CLI's offline commands open single engines through it.
 public enum CompositionRoot {
+    /// Opens the stores of `configuration`'s backend, the engines over them and the server, and
+    /// runs it until SIGTERM/SIGINT (or until the calling task is cancelled), all in one
+    /// `ServiceGroup`: the backend's services (PostgreSQL's connection pool) start first — the
+    /// engines read their stores while they open — and stop last, after every listener drained.
+    /// `prepare` runs once the stores answer, before the engines open (the first start's service
+    /// account). `onReady` receives the bound ports once every listener is up.
+    public static func run(
+        _ configuration: ServerConfiguration, logger: Logger, prepare: @Sendable (Stores) async throws -> Void = { _ in },
+        onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }
+    ) async throws {
+        HearthMetrics.start()  // before the stores open, so their metrics land in the registry
+        let stores = try await Stores.open(StorageBackend(configuration), logger: logger)
+        guard !stores.services.isEmpty else {
+            // SQLite: nothing needs to run before the stores answer; the group is the server's alone.
+            try await prepare(stores)
+            let server = try await openServer(configuration, stores: stores, logger: logger)
+            logger.notice("starting", metadata: ["project": "\(configuration.project)", "mode": "\(configuration.emulator ? "emulator" : "production")"])
+            return try await server.run(onReady: onReady)
+        }
+        let group = ServiceGroup(configuration: HearthServer.serviceGroupConfiguration(configuration, services: stores.services, logger: logger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            do {
+                try await prepare(stores)
+                let server = try await openServer(configuration, stores: stores, logger: logger)
+                logger.notice("starting", metadata: ["project": "\(configuration.project)", "mode": "\(configuration.emulator ? "emulator" : "production")"])
+                for service in try await server.services(onReady: onReady) { await group.addServiceUnlessShutdown(service) }
+            } catch {
+                await group.triggerGracefulShutdown()
+                try? await tasks.waitForAll()
+                throw error
+            }
+            try await tasks.waitForAll()
+        }
+        logger.notice("stopped")
+    }
+
     /// The server of `configuration`, its stores open and its engines ready; run it with
-    /// ``HearthServer/run(onReady:)``.
+    /// ``HearthServer/run(onReady:)``. For a backend whose stores need services running
+    /// (PostgreSQL), use ``run(_:logger:prepare:onReady:)``.
     public static func openServer(_ configuration: ServerConfiguration, logger: Logger) async throws -> HearthServer {
         HearthMetrics.start()  // before the stores open, so their metrics land in the registry
-        let stores = try Stores.open(StorageBackend(configuration))
+        let stores = try await Stores.open(StorageBackend(configuration), logger: logger)
+        guard stores.services.isEmpty else {
+            throw HearthError(.failedPrecondition, "CompositionRoot.openServer opens SQLite data directories only; run a PostgreSQL server with CompositionRoot.run.")
+        }
+        return try await openServer(configuration, stores: stores, logger: logger)
+    }
+
+    static func openServer(_ configuration: ServerConfiguration, stores: Stores, logger: Logger) async throws -> HearthServer {
         let engines = try await engines(configuration, stores: stores, logger: logger)
         let server = try await HearthServer(configuration: configuration, engines: engines, readiness: stores.readiness, logger: logger)
+        if let url = configuration.databaseURL {
+            logger.info("opened PostgreSQL", metadata: ["database": "\(DatabaseURL.redacted(url))"])
+        }
         logger.info("opened data directory", metadata: ["path": "\(URL(fileURLWithPath: configuration.dataDirectory).path)"])
         return server
     }
@@ -45,23 +94,34 @@ public enum CompositionRoot {
         return HearthServer.Engines(documents: documents, auth: auth, objects: objects, database: database, appCheck: appCheck)
     }
 
-    /// The auth engine of a data directory alone (`hearth admin`, `hearth lifecycle plan`, the
-    /// first start's service account): `<data-dir>/auth.sqlite`, its signing keys under `<data-dir>/keys/`.
-    public static func openAuth(_ configuration: ServerConfiguration, directory: String) async throws -> AuthEngine {
-        let dataDirectory = URL(fileURLWithPath: directory)
-        return try await authEngine(configuration, store: try Stores.openAccounts(dataDirectory), keys: dataDirectory.appendingPathComponent("keys"))
+    /// Opens the stores of `backend` for an offline command (`hearth admin …`), runs their services
+    /// (PostgreSQL's pool) while `body` uses them, and stops them after.
+    public static func withStores<Result: Sendable>(
+        _ backend: StorageBackend, logger: Logger, _ body: (Stores) async throws -> Result
+    ) async throws -> Result {
+        let stores = try await Stores.open(backend, logger: logger)
+        guard !stores.services.isEmpty else { return try await body(stores) }
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            for service in stores.services { group.addTask { try await service.run() } }
+            defer { group.cancelAll() }
+            return try await body(stores)
+        }
     }
 
-    /// The App Check store of a data directory (`hearth admin app-check`).
-    public static func openAppCheckStore(directory: URL) throws -> any AppCheckStore {
-        try Stores.openAppCheck(directory)
+    /// The object store (metadata and bytes) over `stores`.
+    public static func objects(_ stores: Stores) -> ObjectStore {
+        ObjectStore(metadata: stores.objectMetadata, blobs: stores.blobs)
     }
 
-    /// The Realtime Database of a data directory as the lifecycle worker sees it (for
-    /// `hearth lifecycle plan`, which reads it while the server is stopped).
-    public static func lifecycleDatabase(_ configuration: ServerConfiguration, directory: String) throws -> DatabaseLifecycleAdapter {
-        let trees = try Stores.openDatabaseTrees(URL(fileURLWithPath: directory))
-        let engine = DatabaseEngine(store: trees, authorizer: HearthServer.databaseAuthorizer(emulator: configuration.emulator))
+    /// The auth engine over `stores`' accounts (the first start's service account, registered
+    /// before the server's engines open).
+    public static func openAuth(_ configuration: ServerConfiguration, stores: Stores) async throws -> AuthEngine {
+        try await authEngine(configuration, store: stores.accounts, keys: stores.authKeys)
+    }
+
+    /// The Realtime Database of `stores` as the lifecycle worker sees it (for `hearth lifecycle plan`).
+    public static func lifecycleDatabase(_ configuration: ServerConfiguration, stores: Stores) -> DatabaseLifecycleAdapter {
+        let engine = DatabaseEngine(store: stores.databaseTrees, authorizer: HearthServer.databaseAuthorizer(emulator: configuration.emulator))
         return DatabaseLifecycleAdapter(engine: engine, project: configuration.project)
     }
 

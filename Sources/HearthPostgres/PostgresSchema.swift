@@ -100,6 +100,90 @@ public enum PostgresSchema {
                 "CREATE TABLE app_check_consumed (token_id text PRIMARY KEY, expires bigint NOT NULL)",
                 "CREATE INDEX app_check_consumed_expiry ON app_check_consumed (expires)",
             ]),
+        Migration(
+            version: 4, name: "firestore-documents",
+            statements: [
+                // The tables of SQLiteDocumentStore: documents keyed by (database, parent collection, the
+                // name's order-preserving key), so a collection in name order is one range of the key.
+                """
+                CREATE TABLE firestore_documents (
+                    db text COLLATE "C" NOT NULL, parent text COLLATE "C" NOT NULL, name_key bytea NOT NULL,
+                    path text COLLATE "C" NOT NULL, collection_id text COLLATE "C" NOT NULL, data bytea NOT NULL,
+                    create_us bigint NOT NULL, update_us bigint NOT NULL, PRIMARY KEY (db, parent, name_key))
+                """,
+                "CREATE INDEX firestore_documents_by_group ON firestore_documents (db, collection_id, name_key)",
+                """
+                CREATE TABLE firestore_index_entries (
+                    db text COLLATE "C" NOT NULL, scope text COLLATE "C" NOT NULL, key bytea NOT NULL, doc text COLLATE "C" NOT NULL,
+                    PRIMARY KEY (db, scope, key))
+                """,
+                // The state each write replaced, until the commit time (NULL data: the document was missing).
+                """
+                CREATE TABLE firestore_history (
+                    until_us bigint NOT NULL, db text COLLATE "C" NOT NULL, path text COLLATE "C" NOT NULL, data bytea,
+                    create_us bigint, update_us bigint, PRIMARY KEY (db, path, until_us))
+                """,
+                "CREATE INDEX firestore_history_by_time ON firestore_history (until_us, db)",
+                "CREATE TABLE firestore_index_definitions (id integer PRIMARY KEY, definition text NOT NULL)",
+                // One row per commit time (the last commit time is the highest); pruned below the highest.
+                "CREATE TABLE firestore_commit_times (time_us bigint PRIMARY KEY)",
+            ]),
+        // Accounts (PostgresAuthStore): the tables of GRDBAuthStore after its migration hearth-auth-v5-provider-links.
+        // Uniqueness of emails, phone numbers and linked provider users is the schema's, so it holds across every
+        // server on the database. Keys that are listed in order are `COLLATE "C"` (byte order, as in SQLite).
+        Migration(
+            version: 5, name: "auth-accounts",
+            statements: [
+                """
+                CREATE TABLE auth_accounts (
+                    uid text COLLATE "C" PRIMARY KEY, email text COLLATE "C", email_verified boolean NOT NULL, password_hash text,
+                    password_updated_at bigint, display_name text, photo_url text, disabled boolean NOT NULL, custom_claims text,
+                    providers text NOT NULL, created_at bigint NOT NULL, last_login_at bigint, last_refresh_at bigint,
+                    valid_since bigint NOT NULL, phone_number text COLLATE "C")
+                """,
+                "CREATE UNIQUE INDEX auth_accounts_email ON auth_accounts (email) WHERE email IS NOT NULL",
+                "CREATE UNIQUE INDEX auth_accounts_phone_number ON auth_accounts (phone_number) WHERE phone_number IS NOT NULL",
+                """
+                CREATE TABLE auth_provider_links (
+                    provider_id text COLLATE "C" NOT NULL, raw_id text COLLATE "C" NOT NULL, uid text COLLATE "C" NOT NULL,
+                    PRIMARY KEY (provider_id, raw_id))
+                """,
+                "CREATE INDEX auth_provider_links_uid ON auth_provider_links (uid)",
+                """
+                CREATE TABLE auth_refresh_tokens (
+                    token_hash text PRIMARY KEY, uid text COLLATE "C" NOT NULL, sign_in_provider text NOT NULL, auth_time bigint NOT NULL,
+                    extra_claims text, created_at bigint NOT NULL)
+                """,
+                "CREATE INDEX auth_refresh_tokens_uid ON auth_refresh_tokens (uid)",
+                """
+                CREATE TABLE auth_oob_codes (
+                    code text COLLATE "C" PRIMARY KEY, request_type text NOT NULL, email text NOT NULL, uid text COLLATE "C",
+                    continue_url text, created_at bigint NOT NULL, expires_at bigint NOT NULL)
+                """,
+                "CREATE INDEX auth_oob_codes_uid ON auth_oob_codes (uid)",
+                "CREATE INDEX auth_oob_codes_expiry ON auth_oob_codes (expires_at)",
+                "CREATE INDEX auth_oob_codes_age ON auth_oob_codes (created_at, code)",
+                """
+                CREATE TABLE auth_phone_codes (
+                    session_info text COLLATE "C" PRIMARY KEY, phone_number text NOT NULL, code text NOT NULL, created_at bigint NOT NULL,
+                    expires_at bigint NOT NULL)
+                """,
+                "CREATE INDEX auth_phone_codes_expiry ON auth_phone_codes (expires_at)",
+                "CREATE INDEX auth_phone_codes_age ON auth_phone_codes (created_at, session_info)",
+                """
+                CREATE TABLE auth_service_accounts (
+                    client_email text COLLATE "C" PRIMARY KEY, client_id text NOT NULL, key_id text NOT NULL, public_key_pem text NOT NULL,
+                    created_at bigint NOT NULL)
+                """,
+                """
+                CREATE TABLE auth_provider_configs (
+                    provider_id text COLLATE "C" PRIMARY KEY, kind text NOT NULL, resource text NOT NULL)
+                """,
+                """
+                CREATE TABLE auth_project_settings (
+                    id integer PRIMARY KEY CHECK (id = 1), email_enumeration_protection boolean)
+                """,
+            ]),
     ]
 
     /// The newest version this binary knows.

@@ -233,38 +233,13 @@ public final class GRDBAuthStore: AuthStore {
             """
 
         func decodeAccount(_ row: Row) throws -> Account {
-            let hashText: String? = row["password_hash"]
-            var hash: PasswordHash? = nil
-            if let hashText {
-                guard let h = PasswordHash(encoded: hashText) else { throw HearthError(.dataLoss, "Unreadable password hash.") }
-                hash = h
-            }
-            return Account(
-                uid: row["uid"], email: row["email"], emailVerified: row["email_verified"], passwordHash: hash,
+            Account(
+                uid: row["uid"], email: row["email"], emailVerified: row["email_verified"],
+                passwordHash: try StoredAccountFields.decodePasswordHash(row["password_hash"]),
                 passwordUpdatedAt: row["password_updated_at"], displayName: row["display_name"], photoURL: row["photo_url"],
-                disabled: row["disabled"], customClaims: row["custom_claims"], providers: try Self.decodeProviders(row["providers"]),
+                disabled: row["disabled"], customClaims: row["custom_claims"], providers: try StoredAccountFields.decodeProviders(row["providers"]),
                 createdAt: row["created_at"], lastLoginAt: row["last_login_at"], lastRefreshAt: row["last_refresh_at"],
                 validSince: row["valid_since"], phoneNumber: row["phone_number"])
-        }
-
-        static func encodeProviders(_ ps: [ProviderUserInfo]) -> String {
-            JSON.array(ps.map { p in
-                var m: [(String, JSON)] = [("providerId", .string(p.providerID)), ("rawId", .string(p.rawID))]
-                if let e = p.email { m.append(("email", .string(e))) }
-                if let d = p.displayName { m.append(("displayName", .string(d))) }
-                if let u = p.photoURL { m.append(("photoUrl", .string(u))) }
-                if let n = p.phoneNumber { m.append(("phoneNumber", .string(n))) }
-                return .object(m)
-            }).serialized()
-        }
-
-        static func decodeProviders(_ text: String) throws -> [ProviderUserInfo] {
-            try (JSON.parse(text).arrayValue ?? []).map { j in
-                ProviderUserInfo(
-                    providerID: j["providerId"]?.stringValue ?? "", rawID: j["rawId"]?.stringValue ?? "",
-                    email: j["email"]?.stringValue, displayName: j["displayName"]?.stringValue, photoURL: j["photoUrl"]?.stringValue,
-                    phoneNumber: j["phoneNumber"]?.stringValue)
-            }
         }
 
         func account(uid: String) throws -> Account? {
@@ -353,7 +328,7 @@ public final class GRDBAuthStore: AuthStore {
                 sql: Self.upsertAccount,
                 arguments: [
                     a.uid, a.email, a.emailVerified, a.passwordHash?.encoded, a.passwordUpdatedAt, a.displayName, a.photoURL,
-                    a.disabled, a.customClaims, Self.encodeProviders(a.providers), a.createdAt, a.lastLoginAt, a.lastRefreshAt,
+                    a.disabled, a.customClaims, StoredAccountFields.encodeProviders(a.providers), a.createdAt, a.lastLoginAt, a.lastRefreshAt,
                     a.validSince, a.phoneNumber,
                 ])
             try saveLinks(a)

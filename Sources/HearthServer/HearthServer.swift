@@ -10,7 +10,7 @@ import HummingbirdWebSocket
 import HTTPTypes
 import HummingbirdCore
 public import Logging
-import ServiceLifecycle
+public import ServiceLifecycle
 import NIOCore
 import Foundation
 import Synchronization
@@ -203,6 +203,28 @@ public struct HearthServer: Sendable {
     /// `onReady` receives the bound ports once every listener is up (as the ready file does).
     /// Cancelling the calling task shuts the server down gracefully too.
     public func run(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws {
+        let group = ServiceGroup(configuration: Self.serviceGroupConfiguration(configuration, services: try await services(onReady: onReady), logger: logger))
+        try await group.run()
+        logger.notice("stopped")
+    }
+
+    /// The one `ServiceGroup`'s configuration: SIGTERM/SIGINT stop every listener, which drain (the
+    /// services shut down in reverse order of their start); past `--shutdown-timeout` what is still
+    /// open (streams) is cancelled. The composition root starts a group of this configuration with
+    /// its backend's services (a connection pool) and adds ``services(onReady:)`` once the engines
+    /// are open, so the pool starts first and stops last.
+    public static func serviceGroupConfiguration(
+        _ configuration: ServerConfiguration, services: [any Service], logger: Logger
+    ) -> ServiceGroupConfiguration {
+        var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+        groupConfiguration.maximumCancellationDuration = .seconds(5)
+        return groupConfiguration
+    }
+
+    /// Every listener and background service of the server, in start order (``run(onReady:)``
+    /// runs them in a group of their own).
+    public func services(onReady: @escaping @Sendable ([String: Int]) -> Void = { _ in }) async throws -> [any Service] {
         var expected: Set<String> = ["auth", "firestore", "storage", "s3", "database", "api"]
         if configuration.ports["console"] != nil { expected.insert("console") }
         if configuration.ports["metrics"] != nil { expected.insert("metrics") }
@@ -273,13 +295,7 @@ public struct HearthServer: Sendable {
             watcher.rememberCurrentVersion()  // init loaded it
             services.append(watcher)
         }
-        // SIGTERM/SIGINT: every listener stops accepting and drains (the services shut down in
-        // reverse order); past the deadline what is still open (streams) is cancelled.
-        var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
-        groupConfiguration.maximumCancellationDuration = .seconds(5)
-        try await ServiceGroup(configuration: groupConfiguration).run()
-        logger.notice("stopped")
+        return services
     }
 }
 

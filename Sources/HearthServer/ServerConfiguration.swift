@@ -23,8 +23,13 @@ public struct ServerConfiguration: Sendable {
     /// `database.rules.json`: Realtime Database rules for the default namespace, loaded at start.
     public var databaseRulesFile: String?
 
-    /// Keep object bytes in an external S3 bucket instead of the data directory.
+    /// Keep object bytes in an external S3 bucket instead of the data directory
+    /// (`--blob-store s3://…`, or `--blob-s3`).
     public var blobS3: S3BlobStore.Configuration?
+    /// `--database-url postgres://…`: documents, accounts, object metadata, the Realtime Database
+    /// and App Check in PostgreSQL (docs/postgres.md); nil keeps them in the data directory's
+    /// SQLite files. The composition root parses it (this module knows no backend).
+    public var databaseURL: String?
     /// The auth engine's settings (password hashing, limits, email enumeration protection).
     public var auth: AuthEngine.Configuration = .init()
     /// OpenID Connect providers trusted by `accounts:signInWithIdp` (`--auth-config`).

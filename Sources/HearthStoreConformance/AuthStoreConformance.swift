@@ -33,6 +33,9 @@ public enum AuthStoreConformance {
         Scenario(name: "a single-use code is consumed once under concurrency", store: singleUseUnderConcurrency),
         Scenario(name: "concurrent updates of one account: exactly one wins", store: concurrentUpdates),
         Scenario(name: "concurrent claims of one email: exactly one wins", store: concurrentEmailClaims),
+        Scenario(name: "concurrent claims of one phone number or provider user: exactly one wins", store: concurrentPhoneAndProviderClaims),
+        Scenario(name: "change sets resting on each other's records: exactly one applies", store: writeSkew),
+        Scenario(name: "a refresh racing a revocation: exactly one applies", store: refreshRacingRevocation),
     ]
 
     /// Runs every scenario, each on a fresh store from `make`.
@@ -419,5 +422,102 @@ public enum AuthStoreConformance {
         #expect(result.won.count == 1 && result.allOthersLost)
         #expect(try await store.account(email: "same@example.com")?.uid == result.won.first.map { "claimant\($0)" })
         #expect(try await store.accounts(after: nil, limit: 100).count == 1)
+    }
+
+    static func concurrentPhoneAndProviderClaims(_ store: any AuthStore) async throws {
+        let phones = try await race(store, consumers: 16, lost: .phoneNumberTaken("+15555550100")) { i in
+            AuthChangeSet(mutations: [.saveAccount(account("phone\(i)", phone: "+15555550100"))])
+        }
+        #expect(phones.won.count == 1 && phones.allOthersLost)
+        #expect(try await store.account(phoneNumber: "+15555550100")?.uid == phones.won.first.map { "phone\($0)" })
+
+        // New accounts, and existing ones linking the provider user: one account ends up with it.
+        for i in 0..<8 { try await save(store, account("linker\(i)")) }
+        let links = try await race(store, consumers: 16, lost: .providerTaken(providerID: "google.com", rawID: "shared")) { i in
+            AuthChangeSet(mutations: [.saveAccount(account(i < 8 ? "linker\(i)" : "new\(i)", providers: [google("shared")]))])
+        }
+        #expect(links.won.count == 1 && links.allOthersLost)
+        let holder = try #require(try await store.account(provider: "google.com", rawID: "shared"))
+        #expect(holder.uid == links.won.first.map { $0 < 8 ? "linker\($0)" : "new\($0)" })
+        let linked = try await store.accounts(after: nil, limit: 100).filter { !$0.providers.isEmpty }
+        #expect(linked.map(\.uid) == [holder.uid])
+    }
+
+    /// Each change set expects the other's account unchanged and updates its own: applied one
+    /// after the other, the second finds its expectation broken. (Snapshot isolation would let
+    /// both apply: a write skew.)
+    static func writeSkew(_ store: any AuthStore) async throws {
+        for round in 0..<8 {
+            let a = account("a\(round)"), b = account("b\(round)")
+            try await save(store, a, b)
+            var a2 = a, b2 = b
+            a2.displayName = "updated"
+            b2.displayName = "updated"
+            let changes = [
+                AuthChangeSet(expectations: [.account(uid: b.uid, equals: b)], mutations: [.saveAccount(a2)]),
+                AuthChangeSet(expectations: [.account(uid: a.uid, equals: a)], mutations: [.saveAccount(b2)]),
+            ]
+            let outcomes = try await withThrowingTaskGroup(of: AuthStoreConflict?.self) { group in
+                for change in changes {
+                    group.addTask {
+                        do {
+                            try await store.apply(change)
+                            return nil
+                        } catch let conflict as AuthStoreConflict {
+                            return conflict
+                        }
+                    }
+                }
+                return try await group.reduce(into: [AuthStoreConflict?]()) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 == nil }.count == 1, "round \(round): \(outcomes)")
+            let updated = [try await store.account(uid: a.uid), try await store.account(uid: b.uid)].filter { $0?.displayName == "updated" }
+            #expect(updated.count == 1, "round \(round): exactly one account was updated")
+        }
+    }
+
+    /// A refresh (expects its token and the account as read, stores the account's new
+    /// `lastRefreshAt`) racing a revocation (expects the account as read, deletes its tokens,
+    /// moves `validSince`): whichever applies first, the other is refused, so a revoked account
+    /// never gets a refreshed session.
+    static func refreshRacingRevocation(_ store: any AuthStore) async throws {
+        for round in 0..<8 {
+            let uid = "r\(round)"
+            let original = account(uid)
+            try await store.apply(AuthChangeSet(mutations: [.saveAccount(original), .insertRefreshToken(token("rt\(round)", uid: uid))]))
+            var refreshed = original
+            refreshed.lastRefreshAt = 1_700_000_001_000
+            var revoked = original
+            revoked.validSince = 1_700_000_002
+            let refresh = AuthChangeSet(
+                expectations: [.refreshToken(hash: "rt\(round)"), .account(uid: uid, equals: original)],
+                mutations: [.saveAccount(refreshed), .insertRefreshToken(token("rt\(round)-next", uid: uid))])
+            let revoke = AuthChangeSet(
+                expectations: [.account(uid: uid, equals: original)], mutations: [.saveAccount(revoked), .deleteRefreshTokens(uid: uid)])
+            let outcomes = try await withThrowingTaskGroup(of: (String, AuthStoreConflict?).self) { group in
+                for (name, change) in [("refresh", refresh), ("revoke", revoke)] {
+                    group.addTask {
+                        do {
+                            try await store.apply(change)
+                            return (name, nil)
+                        } catch let conflict as AuthStoreConflict {
+                            return (name, conflict)
+                        }
+                    }
+                }
+                return try await group.reduce(into: [(String, AuthStoreConflict?)]()) { $0.append($1) }
+            }
+            let winners = outcomes.filter { $0.1 == nil }.map(\.0)
+            #expect(winners.count == 1, "round \(round): \(outcomes)")
+            let stored = try await store.account(uid: uid)
+            if winners == ["refresh"] {
+                #expect(stored == refreshed)
+                #expect(try await store.refreshToken(hash: "rt\(round)-next") != nil)
+            } else {
+                #expect(stored == revoked)
+                #expect(try await store.refreshToken(hash: "rt\(round)-next") == nil)
+                #expect(try await store.refreshToken(hash: "rt\(round)") == nil)
+            }
+        }
     }
 }

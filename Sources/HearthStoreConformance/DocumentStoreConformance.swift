@@ -38,6 +38,11 @@ public enum DocumentStoreConformance {
         Case("A snapshot lists the parents of missing documents and its last commit time when asked", snapshotParentsAndCommitTime),
         Case("Every part of a snapshot sees the same commits: never half of a commit", snapshotsAreConsistent),
         Case("countDocuments counts a database's documents up to a limit", countDocuments),
+        Case("Concurrent commits that rewrite one document from its current state lose no update (a plan may run again)", concurrentRewrites),
+        Case("Of concurrent commits expecting one document's update time, exactly one is applied", concurrentExpectations),
+        Case("Scans over hundreds of rows see each once, in order both ways, and stop at the limit of a selective filter", longScans),
+        Case("A snapshot at a past time merges the history into long scans: order, range, filter, limit", longScansAtPastTime),
+        Case("createIndex back-fills atomically: a concurrent commit planned before it is either back-filled or refused", createIndexWhileCommitting),
     ]
 
     /// Runs every scenario, each on a store `make` creates fresh.
@@ -434,6 +439,169 @@ public enum DocumentStoreConformance {
         #expect(try await store.countDocuments(db, upTo: 10) == 4)
         #expect(try await store.countDocuments(db, upTo: 3) == 3)
         #expect(try await store.countDocuments("other", upTo: 10) == 0)
+    }
+}
+
+extension DocumentStoreConformance {
+    static func number(_ doc: Document?) -> Int64? {
+        if case .integer(let n)? = doc?.fields["n"] { n } else { nil }
+    }
+
+    static func concurrentRewrites(_ store: any DocumentStore) async throws {
+        let runs = PlanCounter()
+        let writers = 16
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<writers {
+                group.addTask {
+                    let time = Int64(100 + i)
+                    try await store.commit(Self.request(time, writing: ["c/counter"])) { current in
+                        runs.count.withLock { $0 += 1 }
+                        let next = (Self.number(current[0]) ?? 0) + 1
+                        let created = current[0]?.createTime.microseconds ?? time
+                        return ([Self.put(Self.doc("c/counter", next, at: time, created: created), previous: current[0])], ())
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(Self.number(try await stored(store, "c/counter")) == Int64(writers), "every commit saw the one before it")
+        #expect(runs.count.withLock { $0 } >= writers)
+        #expect(try await store.lastCommitTime() == Timestamp(microseconds: Int64(100 + writers - 1)))
+    }
+
+    static func concurrentExpectations(_ store: any DocumentStore) async throws {
+        try await store.commit(Self.request(10, writing: ["c/a"])) { _ in ([Self.put(Self.doc("c/a", 1, at: 10))], ()) }
+        let winners = try await withThrowingTaskGroup(of: Int?.self) { group in
+            for i in 0..<8 {
+                group.addTask {
+                    let time = Int64(20 + i)
+                    do {
+                        try await store.commit(Self.request(time, writing: ["c/a"], expecting: [("c/a", 10)])) { current in
+                            ([Self.put(Self.doc("c/a", Int64(100 + i), at: time, created: 10), previous: current[0])], ())
+                        }
+                        return i
+                    } catch let conflict as DocumentStoreConflict {
+                        #expect(conflict == .document(database: Self.db, path: path("c/a")))
+                        return nil
+                    }
+                }
+            }
+            var winners: [Int] = []
+            for try await case let i? in group { winners.append(i) }
+            return winners
+        }
+        #expect(winners.count == 1, "exactly one commit passed its expectation")
+        if let winner = winners.first { #expect(Self.number(try await stored(store, "c/a")) == Int64(100 + winner)) }
+    }
+
+    /// 600 documents p/d000…p/d599 (n = i) in one commit at time 10.
+    static func commitMany(_ store: any DocumentStore) async throws -> [Document] {
+        let docs = (0..<600).map { i in Self.doc("p/d" + String(1000 + i).dropFirst(), Int64(i), at: 10) }
+        try await store.commit(Self.request(10, writing: docs.map(\.path.text))) { _ in (docs.map { Self.put($0) }, ()) }
+        return docs
+    }
+
+    static func longScans(_ store: any DocumentStore) async throws {
+        let docs = try await commitMany(store)
+        let names = docs.map(\.path.text)
+        let p = DocumentScanSource.documents(.collection(path("p")))
+        #expect(try await scan(store, DocumentScan(p)) == names, "each row once, in order, across pages")
+        #expect(try await scan(store, DocumentScan(p, reverse: true)) == names.reversed())
+        #expect(try await scan(store, DocumentScan(.documents(.group("p")))) == names)
+        let everything = try await scan(store, DocumentScan(.documents(.descendants(.root))))
+        #expect(everything.count == 600 && Set(everything) == Set(names))
+
+        let seen = PlanCounter()
+        let sevens: @Sendable (Document) -> Bool = { d in
+            seen.count.withLock { $0 += 1 }
+            return Self.number(d).map { $0 % 100 == 7 } ?? false
+        }
+        #expect(try await scan(store, DocumentScan(p, limit: 3, filter: sevens)) == ["p/d007", "p/d107", "p/d207"])
+        #expect(seen.count.withLock { $0 } == 208, "the filter saw the rows up to the third kept one, no more")
+        seen.count.withLock { $0 = 0 }
+        #expect(try await scan(store, DocumentScan(p, reverse: true, limit: 3, filter: sevens)) == ["p/d507", "p/d407", "p/d307"])
+        #expect(seen.count.withLock { $0 } == 293)
+        let range = KeyRange(lower: IndexKey.encodePath(path("p/d100")), upper: IndexKey.encodePath(path("p/d350")))
+        let fifties: @Sendable (Document) -> Bool = { Self.number($0).map { $0 % 50 == 0 } ?? false }
+        #expect(try await scan(store, DocumentScan(p, range: range, filter: fifties)) == ["p/d100", "p/d150", "p/d200", "p/d250", "p/d300"])
+        #expect(try await scan(store, DocumentScan(p, range: range, reverse: true, limit: 2, filter: fifties)) == ["p/d300", "p/d250"])
+
+        let byN = IndexEntries.singleFieldPrefix(IndexDefinition.singleFieldAscending, field("n"))
+        let index = DocumentScanSource.index(scope: IndexScope.collection(path("p")).key)
+        #expect(try await scan(store, DocumentScan(index, range: .prefix(byN))) == names)
+        #expect(try await scan(store, DocumentScan(index, range: .prefix(byN), reverse: true)) == names.reversed())
+        seen.count.withLock { $0 = 0 }
+        #expect(try await scan(store, DocumentScan(index, range: .prefix(byN), reverse: true, limit: 2, filter: sevens)) == ["p/d507", "p/d407"])
+        #expect(seen.count.withLock { $0 } == 193)
+        #expect(try await scan(store, DocumentScan(index, range: .prefix(byN), limit: 5, filter: sevens)) == ["p/d007", "p/d107", "p/d207", "p/d307", "p/d407"])
+        #expect(try await store.countDocuments(db, upTo: 1000) == 600)
+    }
+
+    static func longScansAtPastTime(_ store: any DocumentStore) async throws {
+        let docs = try await commitMany(store)
+        // At 20: every third document gets n + 1000, every fifth of the others is deleted, p/e1 is created.
+        var mutations: [DocumentMutation] = []
+        for (i, d) in docs.enumerated() {
+            if i % 3 == 0 {
+                mutations.append(Self.put(Self.doc(d.path.text, Int64(i + 1000), at: 20, created: 10), previous: d))
+            } else if i % 5 == 0 {
+                mutations.append(DocumentMutation(path: d.path, document: nil, entries: [], oldEntries: IndexEntries.all(d, []), previous: d))
+            }
+        }
+        mutations.append(Self.put(Self.doc("p/e1", 7, at: 20)))
+        let planned = mutations
+        try await store.commit(Self.request(20, writing: planned.map(\.path.text))) { _ in (planned, ()) }
+        let p = DocumentScanSource.documents(.collection(path("p")))
+        func at(_ t: Int64, _ scan: DocumentScan) async throws -> [Document] {
+            try await store.snapshot(DocumentSnapshotRead(database: db, at: Timestamp(microseconds: t), scans: [scan])).scans[0]
+        }
+        #expect(try await at(15, DocumentScan(p)) == docs, "the state at 15, every row once, in order")
+        #expect(try await at(15, DocumentScan(p, reverse: true, limit: 4)) == Array(docs.reversed().prefix(4)))
+        let sevens: @Sendable (Document) -> Bool = { Self.number($0).map { $0 % 100 == 7 } ?? false }
+        #expect(try await at(15, DocumentScan(p, limit: 3, filter: sevens)).map(\.path.text) == ["p/d007", "p/d107", "p/d207"])
+        let now = try await store.snapshot(DocumentSnapshotRead(database: db, scans: [DocumentScan(p)])).scans[0]
+        let kept = 600 - (120 - 40) + 1  // all, less the deleted (fifths that are not thirds), plus p/e1
+        #expect(now.count == kept)
+        #expect(try await at(25, DocumentScan(p)) == now)
+        #expect(try await at(25, DocumentScan(p, reverse: true)) == now.reversed())
+        let range = KeyRange(lower: IndexKey.encodePath(path("p/d100")), upper: IndexKey.encodePath(path("p/e")))
+        // At 15 the sevens below p/d100 are out of the range; at 25, n + 1000 moved p/d207 (i % 3 == 0) to 1207 (still a seven).
+        #expect(try await at(15, DocumentScan(p, range: range, reverse: true, limit: 2, filter: sevens)).map(\.path.text) == ["p/d507", "p/d407"])
+        #expect(try await at(25, DocumentScan(p, range: range, filter: sevens)).map(\.path.text) == ["p/d107", "p/d207", "p/d307", "p/d407", "p/d507"])
+        #expect(try await at(25, DocumentScan(p, range: KeyRange(lower: IndexKey.encodePath(path("p/e")), upper: nil))).map(\.path.text) == ["p/e1"])
+    }
+
+    static func createIndexWhileCommitting(_ store: any DocumentStore) async throws {
+        try await commitEach(store, (0..<20).map { "g/s\($0)" })
+        let definition = IndexDefinition(
+            id: 0, database: db, collectionGroup: "g", groupScope: false, fields: [.init(field("n"), .descending)], automatic: true)
+        let refused = PlanCounter()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<24 {
+                group.addTask {
+                    let name = "g/w\(i)"
+                    do {
+                        // Planned before the index: its index entries are those of index version 15.
+                        try await store.commit(Self.request(Int64(100 + i), writing: [name], indexVersion: 15)) { _ in
+                            ([Self.put(Self.doc(name, Int64(100 + i), at: Int64(100 + i)))], ())
+                        }
+                    } catch DocumentStoreConflict.indexes {
+                        refused.count.withLock { $0 += 1 }
+                    }
+                }
+                if i == 8 {
+                    group.addTask {
+                        let created = try await store.createIndex(definition) { doc, def in IndexEntries.composite(doc, def) }
+                        #expect(created?.id == 16)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let stored = try await scan(store, DocumentScan(.documents(.collection(path("g")))))
+        #expect(stored.count == 44 - refused.count.withLock { $0 }, "a refused commit stored nothing")
+        let indexed = try await scan(store, DocumentScan(.index(scope: IndexScope.collection(path("g")).key), range: .prefix([0, 0, 0, 16])))
+        #expect(indexed.count == stored.count && Set(indexed) == Set(stored), "every stored document of the group is in the new index")
     }
 }
 

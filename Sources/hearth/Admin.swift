@@ -6,6 +6,7 @@ import HearthApp
 import HearthServer
 import HearthSQLite
 import HearthStorage
+import Logging
 
 /// `hearth admin …`: credentials kept in the data directory, managed while the server runs
 /// or not (SQLite in WAL mode takes both).
@@ -23,10 +24,36 @@ struct DataDirOption: ParsableArguments {
         URL(fileURLWithPath: dataDir ?? ProcessInfo.processInfo.environment["HEARTH_DATA_DIR"] ?? "./hearth-data")
     }
 
-    func openObjects() throws -> ObjectStore {
+    /// `body` over the stores the server of this data directory uses: PostgreSQL when
+    /// `HEARTH_DATABASE_URL` (or firebase.json's `hearth.databaseUrl`) names a database, or the
+    /// data directory's `postgres-database` file says its server keeps its data there; else the
+    /// SQLite files.
+    func withStores<Result: Sendable>(_ body: (Stores) async throws -> Result) async throws -> Result {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return try ObjectStore.open(directory: url)
+        let backend: StorageBackend
+        if let database = configuredDatabaseURL()?.url ?? PostgresMarker.url(url) {
+            try DatabaseURL.validate(database)
+            backend = .postgres(url: database, dataDirectory: url, blobS3: nil)
+        } else {
+            backend = .sqlite(dataDirectory: url, blobS3: nil)
+        }
+        return try await CompositionRoot.withStores(backend, logger: quietLogger(), body)
     }
+}
+
+/// The database URL set in the environment (`HEARTH_DATABASE_URL`) or the project folder's
+/// firebase.json (`hearth.databaseUrl`), and where it came from.
+func configuredDatabaseURL() -> (url: String, source: String)? {
+    if let url = ProcessInfo.processInfo.environment["HEARTH_DATABASE_URL"], !url.isEmpty { return (url, "env HEARTH_DATABASE_URL") }
+    if let url = FirebaseJSON.load(directory: FileManager.default.currentDirectoryPath).databaseURL { return (url, "firebase.json hearth.databaseUrl") }
+    return nil
+}
+
+/// Offline commands log warnings and errors only (a migration applied is not news to them).
+func quietLogger() -> Logger {
+    var logger = Logger(label: "hearth")
+    logger.logLevel = .warning
+    return logger
 }
 
 /// `--data-dir` and `--project` resolved as `hearth serve` resolves them (flag, environment,
@@ -38,16 +65,31 @@ struct ProjectDataOptions: ParsableArguments {
     @Option(help: "Project id. (default: HEARTH_PROJECT, else .firebaserc, else demo-hearth)")
     var project: String?
 
-    /// The configuration, the project folder's firebase.json, and the auth engine over the data directory.
-    func openAuth() async throws -> (ServerConfiguration, FirebaseJSON, AuthEngine) {
+    /// `body` with the configuration, the project folder's firebase.json, and the auth engine over
+    /// the stores the data directory's server uses (``DataDirOption/withStores(_:)``).
+    func withAuth<Result: Sendable>(_ body: (ServerConfiguration, FirebaseJSON, AuthEngine) async throws -> Result) async throws -> Result {
         let env = ProcessInfo.processInfo.environment
         let firebase = FirebaseJSON.load(directory: FileManager.default.currentDirectoryPath)
         var config = ServerConfiguration()
         config.dataDirectory = dataDir ?? env["HEARTH_DATA_DIR"] ?? config.dataDirectory
         config.project = project ?? env["HEARTH_PROJECT"] ?? firebase.project ?? config.project
-        let dir = URL(fileURLWithPath: config.dataDirectory)
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return (config, firebase, try await CompositionRoot.openAuth(config, directory: dir.path))
+        let configuration = config
+        var data = DataDirOption()
+        data.dataDir = configuration.dataDirectory
+        return try await data.withStores { stores in
+            try await body(configuration, firebase, try await CompositionRoot.openAuth(configuration, stores: stores))
+        }
+    }
+}
+
+/// Refuses a command that works on the SQLite files of `dataDirectory` when the data lives in
+/// PostgreSQL: `HEARTH_DATABASE_URL` or firebase.json's `hearth.databaseUrl` is set, or the data
+/// directory belongs to a server started with `--database-url` (its `postgres-database` file).
+/// Never a silent run over SQLite files the server does not use (docs/postgres.md).
+func refuseOverPostgres(_ dataDirectory: URL) throws {
+    let command = "hearth " + CommandLine.arguments.dropFirst().prefix { !$0.hasPrefix("-") }.prefix(3).joined(separator: " ")
+    if let message = PostgresMarker.refusal(dataDirectory: dataDirectory, command: command, configured: configuredDatabaseURL()?.source) {
+        throw CommandFailure(message)
     }
 }
 
@@ -70,7 +112,7 @@ struct S3Keys: AsyncParsableCommand {
         @Flag(help: "Print JSON: {\"accessKeyId\",\"secretAccessKey\",\"buckets\"}.") var json = false
 
         func run() async throws {
-            let key = try await data.openObjects().createAccessKey(buckets: buckets, note: note)
+            let key = try await data.withStores { try await CompositionRoot.objects($0).createAccessKey(buckets: buckets, note: note) }
             if json {
                 let out = JSON.object([
                     ("accessKeyId", .string(key.id)), ("secretAccessKey", .string(key.secret)),
@@ -92,7 +134,7 @@ struct S3Keys: AsyncParsableCommand {
         @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
-            let keys = try await data.openObjects().accessKeys()
+            let keys = try await data.withStores { try await CompositionRoot.objects($0).accessKeys() }
             if json {
                 let out = JSON.array(keys.map { k in
                     JSON.object([
@@ -117,7 +159,7 @@ struct S3Keys: AsyncParsableCommand {
         @Argument(help: "The access key id.") var id: String
 
         func run() async throws {
-            try await data.openObjects().revokeAccessKey(id)
+            try await data.withStores { try await CompositionRoot.objects($0).revokeAccessKey(id) }
             print("revoked \(id)")
         }
     }

@@ -17,9 +17,9 @@ struct AppCheckCommand: AsyncParsableCommand {
             """,
         subcommands: [Apps.self, DebugTokens.self])
 
-    static func store(_ data: DataDirOption) throws -> any AppCheckStore {
-        try FileManager.default.createDirectory(at: data.url, withIntermediateDirectories: true)
-        return try CompositionRoot.openAppCheckStore(directory: data.url)
+    /// `body` over the App Check store of the data directory's server (SQLite or PostgreSQL).
+    static func withStore<Result: Sendable>(_ data: DataDirOption, _ body: (any AppCheckStore) async throws -> Result) async throws -> Result {
+        try await data.withStores { try await body($0.appCheck) }
     }
 
     static var now: Timestamp { Timestamp(microseconds: Int64(Date().timeIntervalSince1970 * 1_000_000)) }
@@ -34,7 +34,7 @@ struct AppCheckCommand: AsyncParsableCommand {
 
             func run() async throws {
                 do { try AppCheckEngine.validateAppID(appID) } catch { throw ValidationError(error.message) }
-                try await AppCheckCommand.store(data).addApp(appID, at: AppCheckCommand.now)
+                try await AppCheckCommand.withStore(data) { try await $0.addApp(appID, at: AppCheckCommand.now) }
                 print("registered \(appID)")
             }
         }
@@ -44,7 +44,7 @@ struct AppCheckCommand: AsyncParsableCommand {
             @OptionGroup var data: DataDirOption
 
             func run() async throws {
-                let apps = try await AppCheckCommand.store(data).apps()
+                let apps = try await AppCheckCommand.withStore(data) { try await $0.apps() }
                 if apps.isEmpty { print("no apps") }
                 for app in apps { print("\(app.appID)  \(app.created.rfc3339)") }
             }
@@ -56,7 +56,7 @@ struct AppCheckCommand: AsyncParsableCommand {
             @Argument(help: "The app id.") var appID: String
 
             func run() async throws {
-                guard try await AppCheckCommand.store(data).removeApp(appID) else { throw ValidationError("No app \(appID).") }
+                guard try await AppCheckCommand.withStore(data, { try await $0.removeApp(appID) }) else { throw ValidationError("No app \(appID).") }
                 print("removed \(appID)")
             }
         }
@@ -74,11 +74,12 @@ struct AppCheckCommand: AsyncParsableCommand {
             @Argument(help: "The token the SDK's debug provider logged (default: a new random one).") var token: String?
 
             func run() async throws {
-                let store = try AppCheckCommand.store(data)
-                guard try await store.isRegistered(appID) else { throw ValidationError("App \(appID) is not registered (hearth admin app-check apps add).") }
                 let secret = token ?? UUID().uuidString
                 guard (8...256).contains(secret.utf8.count) else { throw ValidationError("A debug token must have 8 to 256 characters.") }
-                try await store.addDebugToken(appID: appID, digest: AppCheckEngine.digest(secret), name: name, at: AppCheckCommand.now)
+                try await AppCheckCommand.withStore(data) { store in
+                    guard try await store.isRegistered(appID) else { throw ValidationError("App \(appID) is not registered (hearth admin app-check apps add).") }
+                    try await store.addDebugToken(appID: appID, digest: AppCheckEngine.digest(secret), name: name, at: AppCheckCommand.now)
+                }
                 print(token == nil ? secret : "registered debug token \(name) for \(appID)")
             }
         }
@@ -89,7 +90,7 @@ struct AppCheckCommand: AsyncParsableCommand {
             @Option(name: .customLong("app"), help: "The app id.") var appID: String
 
             func run() async throws {
-                let tokens = try await AppCheckCommand.store(data).debugTokens(appID: appID)
+                let tokens = try await AppCheckCommand.withStore(data) { try await $0.debugTokens(appID: appID) }
                 if tokens.isEmpty { print("no debug tokens") }
                 for token in tokens { print("\(token.name)  sha256:\(token.digestPrefix)…  \(token.created.rfc3339)") }
             }
@@ -102,7 +103,7 @@ struct AppCheckCommand: AsyncParsableCommand {
             @Argument(help: "The token's name.") var name: String
 
             func run() async throws {
-                let removed = try await AppCheckCommand.store(data).removeDebugTokens(appID: appID, name: name)
+                let removed = try await AppCheckCommand.withStore(data) { try await $0.removeDebugTokens(appID: appID, name: name) }
                 guard removed > 0 else { throw ValidationError("No debug token \(name) for \(appID).") }
                 print("removed \(removed) debug token(s)")
             }

@@ -25,6 +25,7 @@ struct BackupCommand: ParsableCommand {
     @Flag(name: .customLong("quiet"), help: "Print only the final line.") var quiet = false
 
     func run() throws {
+        try refuseOverPostgres(data.url)
         let backup = DataDirectoryBackup(source: data.url, destination: URL(fileURLWithPath: destination), metadataOnly: metadataOnly)
         let started = Date()
         let manifest: BackupManifest
@@ -68,6 +69,7 @@ struct RestoreCommand: ParsableCommand {
     @Flag(name: .customLong("quiet"), help: "Print only the final line.") var quiet = false
 
     func run() throws {
+        try refuseOverPostgres(data.url)
         let restore = DataDirectoryRestore(backup: URL(fileURLWithPath: backup), target: data.url)
         let manifest: BackupManifest
         do {

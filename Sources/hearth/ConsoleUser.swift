@@ -29,22 +29,23 @@ struct ConsoleUserCommand: AsyncParsableCommand {
         var password: String?
 
         func run() async throws {
-            let (_, _, auth) = try await data.openAuth()
-            if let existing = try await auth.account(email: email) {
-                var claims: [(String, JSON)] = (try? existing.customClaims.map { try JSON.parse($0).objectValue ?? [] } ?? []) ?? []
-                claims.removeAll { $0.0 == "admin" }
-                claims.append(("admin", .bool(true)))
-                var update = AccountUpdate()
-                update.customClaims = JSON.object(claims).serialized()
-                if let password = try readPassword(required: false) { update.password = password }
-                _ = try await auth.updateAccount(uid: existing.uid, update)
-                FileHandle.standardError.write(Data("\(email) (uid \(existing.uid)) may now sign in to the console\n".utf8))
-                return
+            try await data.withAuth { _, _, auth in
+                if let existing = try await auth.account(email: email) {
+                    var claims: [(String, JSON)] = (try? existing.customClaims.map { try JSON.parse($0).objectValue ?? [] } ?? []) ?? []
+                    claims.removeAll { $0.0 == "admin" }
+                    claims.append(("admin", .bool(true)))
+                    var update = AccountUpdate()
+                    update.customClaims = JSON.object(claims).serialized()
+                    if let password = try readPassword(required: false) { update.password = password }
+                    _ = try await auth.updateAccount(uid: existing.uid, update)
+                    FileHandle.standardError.write(Data("\(email) (uid \(existing.uid)) may now sign in to the console\n".utf8))
+                    return
+                }
+                guard let password = try readPassword(required: true) else { return }
+                let account = try await auth.createAccount(
+                    NewAccount(email: email, emailVerified: true, password: password, customClaims: #"{"admin":true}"#))
+                FileHandle.standardError.write(Data("created console user \(email) (uid \(account.uid))\n".utf8))
             }
-            guard let password = try readPassword(required: true) else { return }
-            let account = try await auth.createAccount(
-                NewAccount(email: email, emailVerified: true, password: password, customClaims: #"{"admin":true}"#))
-            FileHandle.standardError.write(Data("created console user \(email) (uid \(account.uid))\n".utf8))
         }
 
         func readPassword(required: Bool) throws -> String? {

@@ -22,7 +22,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(name: .customLong("quiet"), help: "Print only the final line.") var quiet = false
 
     func run() async throws {
-        let (data, runner) = options.exportRunner()
+        let (data, runner) = try options.exportRunner()
         let started = Date()
         let summary: EmulatorExportRunner.Summary
         do {
@@ -57,7 +57,7 @@ struct ImportCommand: AsyncParsableCommand {
 
     func run() async throws {
         let services = try parseOnly(only)
-        let (data, runner) = options.exportRunner()
+        let (data, runner) = try options.exportRunner()
         let started = Date()
         let summary: EmulatorExportRunner.Summary
         do {
@@ -73,10 +73,11 @@ struct ImportCommand: AsyncParsableCommand {
 
 extension ProjectDataOptions {
     /// The data directory and project as `hearth serve` resolves them, and a runner over them.
-    func exportRunner() -> (URL, EmulatorExportRunner) {
+    func exportRunner() throws -> (URL, EmulatorExportRunner) {
         let env = ProcessInfo.processInfo.environment
         var config = ServerConfiguration()
         let dir = URL(fileURLWithPath: dataDir ?? env["HEARTH_DATA_DIR"] ?? config.dataDirectory)
+        try refuseOverPostgres(dir)
         config.project = project ?? env["HEARTH_PROJECT"] ?? FirebaseJSON.load(directory: FileManager.default.currentDirectoryPath).project ?? config.project
         return (dir, EmulatorExportRunner(dataDirectory: dir, project: config.project))
     }

@@ -4,6 +4,7 @@ import HearthAuth
 import HearthApp
 import HearthServer
 import Logging
+import Synchronization
 
 /// The admin credential of a production server started without one (`--admin-token`,
 /// `HEARTH_ADMIN_TOKEN`): `<data-dir>/admin-token`, made on the first start (0600) and read on
@@ -52,9 +53,26 @@ struct FirstRunCredential {
     /// The service-account key for Google's libraries, registered on the first start before the
     /// server opens (so it signs custom tokens at once), written once the auth port is bound:
     /// its `token_uri` names that port.
-    static func createServiceAccount(_ configuration: ServerConfiguration) async throws -> CreatedServiceAccount {
-        let auth = try await CompositionRoot.openAuth(configuration, directory: configuration.dataDirectory)
+    static func createServiceAccount(_ configuration: ServerConfiguration, stores: Stores) async throws -> CreatedServiceAccount {
+        let auth = try await CompositionRoot.openAuth(configuration, stores: stores)
         return try await auth.createServiceAccount(tokenURI: "\(configuration.scheme)://127.0.0.1:9099/token")
+    }
+
+    /// Once every port is bound: writes the service-account key (its `token_uri` naming the auth
+    /// port) and prints the banner.
+    func announce(configuration: ServerConfiguration, ports bound: [String: Int], account: CreatedServiceAccount?, logger: Logger) {
+        let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
+        let tokenURI = "\(configuration.scheme)://\(host.contains(":") ? "[\(host)]" : host):\(bound["auth"] ?? 9099)/token"
+        var keyWritten = false
+        if let account {
+            do {
+                try writeServiceAccountKey(account, tokenURI: tokenURI)
+                keyWritten = true
+            } catch {
+                logger.error("could not write the first service-account key", metadata: ["error": "\(error)"])
+            }
+        }
+        FileHandle.standardOutput.write(Data((banner(configuration: configuration, ports: bound, keyWritten: keyWritten) + "\n").utf8))
     }
 
     func writeServiceAccountKey(_ created: CreatedServiceAccount, tokenURI: String) throws {
@@ -90,4 +108,9 @@ struct FirstRunCredential {
         ]
         return lines.joined(separator: "\n")
     }
+}
+
+/// The service account the first start made, from before the engines open until the ports are bound.
+final class MadeServiceAccount: Sendable {
+    let value = Mutex<CreatedServiceAccount?>(nil)
 }

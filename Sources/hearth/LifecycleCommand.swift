@@ -5,7 +5,6 @@ import HearthDocuments
 import HearthFiles
 import HearthApp
 import HearthServer
-import HearthSQLite
 import HearthStorage
 import Logging
 
@@ -24,17 +23,18 @@ struct LifecycleCommand: AsyncParsableCommand {
         func run() async throws {
             let rules: LifecycleRules
             do { rules = try LifecycleRules.load(config) } catch { throw ValidationError(error.message) }
-            let store = try SQLiteDocumentStore(path: data.url.appendingPathComponent("hearth.sqlite").path)
-            let engine = try await DocumentEngine(store: store, logger: Logger(label: "hearth.lifecycle"))
             var configuration = ServerConfiguration()
             configuration.project = project
-            let auth = try await CompositionRoot.openAuth(configuration, directory: data.url.path)
-            let worker = LifecycleWorker(
-                rules: rules, documents: engine, database: DatabaseName(project: project, database: "(default)"), objects: try data.openObjects(),
-                bucket: "\(project).appspot.com", existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) },
-                realtime: try CompositionRoot.lifecycleDatabase(configuration, directory: data.url.path),
-                logger: Logger(label: "hearth.lifecycle"))
-            let counts = try await worker.pass(dryRun: true) { item in print(item.description) }
+            let counts = try await data.withStores { stores in
+                let engine = try await DocumentEngine(store: stores.documents, logger: Logger(label: "hearth.lifecycle"))
+                let auth = try await CompositionRoot.openAuth(configuration, stores: stores)
+                let worker = LifecycleWorker(
+                    rules: rules, documents: engine, database: DatabaseName(project: project, database: "(default)"),
+                    objects: CompositionRoot.objects(stores), bucket: "\(project).appspot.com",
+                    existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) },
+                    realtime: CompositionRoot.lifecycleDatabase(configuration, stores: stores), logger: Logger(label: "hearth.lifecycle"))
+                return try await worker.pass(dryRun: true) { item in print(item.description) }
+            }
             print(
                 "would delete \(counts.documents) documents, \(counts.objects) objects and \(counts.databasePaths) database paths (one pass, at most \(rules.batchSize) matches per rule)"
             )

@@ -4,6 +4,7 @@ import HearthAuth
 import HearthCore
 import HearthFiles
 import HearthServer
+import HearthApp
 import Logging
 
 /// What ``Serve`` resolves before it starts anything: the server's configuration and the logging settings.
@@ -102,27 +103,44 @@ extension Serve {
             }
         }
 
-        // Objects.
-        if let spec = ledger.string("blob-s3", flag: blobS3, env: "HEARTH_BLOB_S3") {
-            guard let url = URL(string: spec), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
-                throw ValidationError("--blob-s3 must look like https://s3.example.com/bucket/prefix")
+        // Where the data lives (docs/postgres.md): PostgreSQL by URL, else the data directory's SQLite files.
+        config.databaseURL = ledger.string(
+            "database-url", flag: databaseURL, env: "HEARTH_DATABASE_URL", file: (.file(json, key: "hearth.databaseUrl"), firebase.databaseURL),
+            shown: DatabaseURL.redacted)
+        if let url = config.databaseURL {
+            do { try DatabaseURL.validate(url) } catch let error as HearthError { throw ValidationError("--database-url (\(ledger.lastSource)): \(error.message)") }
+            if importDirectory != nil {
+                throw ValidationError("--import reads into the data directory's SQLite files; it does not work with --database-url yet (docs/postgres.md).")
             }
-            let parts = url.path.split(separator: "/", maxSplits: 1).map(String.init)
-            guard let bucket = parts.first else { throw ValidationError("--blob-s3 must name a bucket: https://host/bucket[/prefix]") }
-            let region = ledger.string("blob-s3-region", flag: blobS3Region, env: "AWS_REGION", default: "us-east-1")!
+        }
+
+        // Objects: one resolution path for --blob-store and its older spelling --blob-s3.
+        let store = ledger.string(
+            "blob-store", flag: blobStore, env: "HEARTH_BLOB_STORE", file: (.file(json, key: "hearth.blobStore"), firebase.blobStore),
+            default: "file")!
+        let storeSource = ledger.lastSource
+        let legacy = ledger.string("blob-s3", flag: blobS3, env: "HEARTH_BLOB_S3")
+        if legacy != nil && store != "file" {
+            throw ValidationError("--blob-store (\(storeSource)) and --blob-s3 (\(ledger.lastSource)) both name the blob store; give one.")
+        }
+        let location: BlobStoreLocation
+        do {
+            location = try BlobStoreLocation(legacy ?? store)
+        } catch let error as HearthError {
+            throw ValidationError("\(legacy != nil ? "--blob-s3" : "--blob-store") (\(legacy != nil ? ledger.lastSource : storeSource)): \(error.message)")
+        }
+        if case .s3(_, _, _, let named) = location {
+            let region = ledger.string("blob-s3-region", flag: named == nil ? blobS3Region : nil, env: named == nil ? "AWS_REGION" : nil, default: named ?? "us-east-1")!
+            if named != nil {
+                _ = ledger.popLast()
+                ledger.record("blob-s3-region", .string(region), .derived(legacy != nil ? "--blob-s3" : "blob-store"))
+            }
             let id = ledger.string("blob-s3-access-key-id", flag: nil, env: "AWS_ACCESS_KEY_ID")
             let secret = ledger.string("blob-s3-secret-access-key", flag: nil, env: "AWS_SECRET_ACCESS_KEY", secret: true)
             guard let id, let secret else {
-                throw ValidationError("--blob-s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment.")
+                throw ValidationError("The S3 blob store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment.")
             }
-            var prefix = parts.count > 1 ? parts[1] : ""
-            if !prefix.isEmpty && !prefix.hasSuffix("/") { prefix += "/" }
-            var endpoint = URLComponents()
-            endpoint.scheme = scheme
-            endpoint.host = url.host
-            endpoint.port = url.port
-            config.blobS3 = .init(
-                endpoint: endpoint.url!, region: region, bucket: bucket, prefix: prefix, accessKeyID: id, secretAccessKey: secret)
+            config.blobS3 = location.configuration(defaultRegion: region, accessKeyID: id, secretAccessKey: secret)
         }
 
         // The api port (docs/app-backend.md) and the lifecycle worker.

@@ -6,6 +6,7 @@ import HearthFiles
 import HearthApp
 import HearthServer
 import Logging
+import Synchronization
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,7 +18,7 @@ struct Serve: AsyncParsableCommand {
             option below names its own), then a firebase.json (and .firebaserc) in the working directory: \
             `emulators.{firestore,auth,storage,database,ui,api}.port`, `firestore.indexes`, `firestore.rules`, `storage.rules`, \
             `database.rules`, `hearth.tls.{cert,key}`, `hearth.trustedProxies`, `hearth.lifecycle`, `hearth.maxRequestBytes`, \
-            `hearth.maxObjectBytes`; then the defaults. `hearth serve --print-config` shows every setting in force and where it came from. \
+            `hearth.maxObjectBytes`, `hearth.databaseUrl`, `hearth.blobStore`; then the defaults. `hearth serve --print-config` shows every setting in force and where it came from. \
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
             Security rules (--firestore-rules or firebase.json's firestore.rules) judge every request \
@@ -29,6 +30,14 @@ struct Serve: AsyncParsableCommand {
             --emulator accepts what the Firebase Local Emulator Suite accepts: `Bearer owner` is admin, \
             unsigned ID tokens are users, clients may do everything while no rules are loaded, and \
             PUT /emulator/v1/projects/{p}:securityRules loads rules.
+
+            Storage: by default everything lives under the data directory (SQLite files and object \
+            bytes). --database-url keeps the data in PostgreSQL, --blob-store the object bytes in an S3 \
+            bucket (MinIO, Ceph, AWS); see docs/postgres.md and docs/production.md. Examples (S3 \
+            credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY):
+              hearth serve --database-url postgres://hearth:pw@db.internal:5432/hearth
+              hearth serve --blob-store s3://objects?endpoint=http://minio:9000
+              hearth serve --blob-store 's3://objects?region=eu-west-1&prefix=prod/'
             """
     )
 
@@ -101,10 +110,16 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("database-rules"), help: "Realtime Database rules (JSON, {\"rules\": {…}}) for the default namespace <project>-default-rtdb, loaded at start (env HEARTH_DATABASE_RULES; default: firebase.json's database.rules). PUT /.settings/rules.json replaces them while running.")
     var databaseRules: String?
 
-    @Option(name: .customLong("blob-s3"), help: "Keep object bytes in an external S3 bucket: http(s)://HOST[:PORT]/BUCKET[/PREFIX] (path-style). Credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; region from --blob-s3-region. (default: files under the data dir)")
+    @Option(name: .customLong("database-url"), help: "Keep documents, accounts, object metadata, the Realtime Database and App Check in PostgreSQL instead of the data directory's SQLite files: postgres://USER:PASSWORD@HOST:PORT/DATABASE[?sslmode=disable|prefer|require] (env HEARTH_DATABASE_URL; firebase.json hearth.databaseUrl), e.g. postgres://hearth:secret@db.internal:5432/hearth?sslmode=require. The schema is migrated at start; see docs/postgres.md. (default: SQLite under the data dir)")
+    var databaseURL: String?
+
+    @Option(name: .customLong("blob-store"), help: "Where object bytes live: file (under the data dir) or an external S3 bucket, s3://BUCKET[?endpoint=http(s)://HOST:PORT][&prefix=PREFIX][&region=REGION] (path-style; without endpoint, AWS's regional endpoint), e.g. s3://hearth-objects?endpoint=http://minio:9000&prefix=prod/ (env HEARTH_BLOB_STORE; firebase.json hearth.blobStore). Credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY. (default: file)")
+    var blobStore: String?
+
+    @Option(name: .customLong("blob-s3"), help: "The older spelling of --blob-store s3://…: http(s)://HOST[:PORT]/BUCKET[/PREFIX] (env HEARTH_BLOB_S3).")
     var blobS3: String?
 
-    @Option(name: .customLong("blob-s3-region"), help: "Region for --blob-s3. (default: us-east-1)")
+    @Option(name: .customLong("blob-s3-region"), help: "Region of the S3 blob store when its URL names none (env AWS_REGION). (default: us-east-1)")
     var blobS3Region: String?
 
     // The api port (docs/app-backend.md).
@@ -183,56 +198,43 @@ struct Serve: AsyncParsableCommand {
             }, metadataProvider: HearthLogging.metadataProvider)
         let logger = Logger(label: "hearth")
         // Production mode always has an admin credential: the one given, else the data directory's (docs/production.md).
-        var firstRun: (credential: FirstRunCredential, account: CreatedServiceAccount?)?
+        var made: FirstRunCredential?
         if !config.emulator && (config.adminToken ?? "").isEmpty {
             let credential = FirstRunCredential(dataDirectory: URL(fileURLWithPath: config.dataDirectory))
             let (token, created) = try credential.adminToken()
             config.adminToken = token
             if created {
-                var account: CreatedServiceAccount?
-                do {
-                    account = try await FirstRunCredential.createServiceAccount(config)
-                } catch {
-                    logger.error("could not make the first service account", metadata: ["error": "\(error)"])
-                }
-                firstRun = (credential, account)
+                made = credential
             } else {
                 logger.notice("admin token from the data directory", metadata: ["file": "\(credential.tokenFile.path)"])
             }
         }
         if let importDirectory { try await Self.importAtStart(importDirectory, config: config, logger: logger) }
-        let server = try await CompositionRoot.openServer(config, logger: logger)
-        logger.notice("starting", metadata: ["project": "\(config.project)", "mode": "\(config.emulator ? "emulator" : "production")"])
-        guard let firstRun else {
-            try await server.run()
-            return try await exportAtExit(config, logger: logger)
-        }
         let configuration = config
-        let (ports, portsReady) = AsyncStream.makeStream(of: [String: Int].self)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                defer { portsReady.finish() }
-                try await server.run(onReady: { portsReady.yield($0) })
-            }
-            group.addTask {
-                for await bound in ports {
-                    let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
-                    let tokenURI = "\(configuration.scheme)://\(host.contains(":") ? "[\(host)]" : host):\(bound["auth"] ?? 9099)/token"
-                    var keyWritten = false
-                    if let account = firstRun.account {
-                        do {
-                            try firstRun.credential.writeServiceAccountKey(account, tokenURI: tokenURI)
-                            keyWritten = true
-                        } catch {
-                            logger.error("could not write the first service-account key", metadata: ["error": "\(error)"])
-                        }
+        let firstRun = made
+        let account = MadeServiceAccount()
+        do {
+            try await CompositionRoot.run(
+                configuration, logger: logger,
+                prepare: { stores in
+                    // The first start registers a service account before the engines open, so it signs custom tokens at once.
+                    guard firstRun != nil else { return }
+                    do {
+                        let created = try await FirstRunCredential.createServiceAccount(configuration, stores: stores)
+                        account.value.withLock { $0 = created }
+                    } catch {
+                        logger.error("could not make the first service account", metadata: ["error": "\(error)"])
                     }
-                    let banner = firstRun.credential.banner(configuration: configuration, ports: bound, keyWritten: keyWritten)
-                    FileHandle.standardOutput.write(Data((banner + "\n").utf8))
-                    break
-                }
-            }
-            try await group.waitForAll()
+                },
+                onReady: { bound in
+                    guard let firstRun else { return }
+                    firstRun.announce(configuration: configuration, ports: bound, account: account.value.withLock { $0 }, logger: logger)
+                })
+        } catch let error as HearthError {
+            // A database that cannot be reached, a schema newer than this binary, a data directory
+            // that is not this backend's: the reason, not a stack of types.
+            FileHandle.standardError.write(Data("hearth: \(error.message)\n".utf8))
+            throw ExitCode(Self.startFailureExitCode)
         }
         try await exportAtExit(configuration, logger: logger)
     }
@@ -268,6 +270,8 @@ struct Serve: AsyncParsableCommand {
 
     /// The exit status when the TLS certificate or key is refused at start-up.
     static let tlsExitCode: Int32 = 78
+    /// The exit status when the server could not start or stopped on an error (the reason is printed).
+    static let startFailureExitCode: Int32 = 1
 }
 
 /// The parts of a Firebase project folder Hearth honours: `firebase.json` and `.firebaserc`.
@@ -293,6 +297,9 @@ struct FirebaseJSON {
     /// `hearth.maxRequestBytes`, `hearth.maxObjectBytes` (docs/production.md).
     var maxRequestBytes: Int?
     var maxObjectBytes: Int?
+    /// `hearth.databaseUrl`, `hearth.blobStore` (docs/postgres.md).
+    var databaseURL: String?
+    var blobStore: String?
 
     static func load(directory: String) -> FirebaseJSON {
         var out = FirebaseJSON()
@@ -328,6 +335,8 @@ struct FirebaseJSON {
             if let proxies = json["hearth"]?["trustedProxies"]?.arrayValue { out.trustedProxies = proxies.compactMap(\.stringValue) }
             if case .number(let n)? = json["hearth"]?["maxRequestBytes"] { out.maxRequestBytes = Int(n) }
             if case .number(let n)? = json["hearth"]?["maxObjectBytes"] { out.maxObjectBytes = Int(n) }
+            out.databaseURL = json["hearth"]?["databaseUrl"]?.stringValue
+            out.blobStore = json["hearth"]?["blobStore"]?.stringValue
             if let rules = json["database"]?["rules"]?.stringValue {
                 out.databaseRulesFile = dir.appendingPathComponent(rules).path
             }

@@ -35,9 +35,10 @@ struct ServiceAccountCommand: AsyncParsableCommand {
         var name: String?
 
         func run() async throws {
-            let (_, firebase, auth) = try await data.openAuth()
-            let port = authPort ?? firebase.ports["auth"] ?? 9099
-            let created = try await auth.createServiceAccount(tokenURI: tokenURI ?? "http://127.0.0.1:\(port)/token", name: name)
+            let created = try await data.withAuth { _, firebase, auth in
+                let port = authPort ?? firebase.ports["auth"] ?? 9099
+                return try await auth.createServiceAccount(tokenURI: tokenURI ?? "http://127.0.0.1:\(port)/token", name: name)
+            }
             let text = created.keyFile.serialized() + "\n"
             if out == "-" {
                 print(text, terminator: "")

@@ -17,10 +17,10 @@ import Testing
         FileManager.default.temporaryDirectory.appendingPathComponent("hearth-app-\(UUID().uuidString)")
     }
 
-    @Test func theSQLiteBackendOpensEveryStoreInTheDataDirectory() throws {
+    @Test func theSQLiteBackendOpensEveryStoreInTheDataDirectory() async throws {
         let directory = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let stores = try Stores.open(.sqlite(dataDirectory: directory, blobS3: nil))
+        let stores = try await Stores.open(.sqlite(dataDirectory: directory, blobS3: nil), logger: Logger(label: "test"))
         let files = Set(try FileManager.default.contentsOfDirectory(atPath: directory.path))
         for name in [
             SQLiteDataDirectory.documents, SQLiteDataDirectory.accounts, SQLiteDataDirectory.objectMetadata, SQLiteDataDirectory.databaseTrees,

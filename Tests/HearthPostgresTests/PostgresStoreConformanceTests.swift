@@ -1,5 +1,7 @@
 import HearthAppCheck
+import HearthAuth
 import HearthDatabase
+import HearthDocuments
 import HearthStorage
 import HearthStoreConformance
 import Testing
@@ -10,6 +12,11 @@ import Testing
 /// database of the test server.
 @Suite(.enabled(if: TestPostgres.available, "PostgreSQL is not installed and HEARTH_TEST_POSTGRES_URL is not set"))
 struct PostgresStoreConformanceTests {
+    @Test(arguments: DocumentStoreConformance.cases)
+    func documents(_ scenario: DocumentStoreConformance.Case) async throws {
+        try await scenario.run { PostgresDocumentStore(backend: try await TestPostgres.shared.freshBackend()) }
+    }
+
     @Test(arguments: DatabaseTreeStoreConformance.all)
     func databaseTree(_ scenario: DatabaseTreeStoreConformance.Case) async throws {
         try await scenario.run { PostgresDatabaseTreeStore(backend: try await TestPostgres.shared.freshBackend()) }
@@ -23,5 +30,10 @@ struct PostgresStoreConformanceTests {
     @Test(arguments: AppCheckStoreConformance.all)
     func appCheck(_ scenario: AppCheckStoreConformance.Case) async throws {
         try await scenario.run { PostgresAppCheckStore(backend: try await TestPostgres.shared.freshBackend()) }
+    }
+
+    @Test(arguments: AuthStoreConformance.scenarios)
+    func auth(_ scenario: AuthStoreConformance.Scenario) async throws {
+        try await scenario.run { PostgresAuthStore(backend: try await TestPostgres.shared.freshBackend()) }
     }
 }

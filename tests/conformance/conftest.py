@@ -7,6 +7,13 @@ Targets (environment variable HEARTH_TARGET):
 
 Tests marked ``@pytest.mark.hearth_only`` check production behaviour that the emulator does not
 implement; they are skipped on the emulator target (see README.md).
+
+Over PostgreSQL (opt-in): with ``HEARTH_TEST_DATABASE_URL`` set to an admin URL of a running
+PostgreSQL (``postgres://postgres@127.0.0.1:5432/postgres``), every ``hearth serve`` the suite
+starts through ``HearthServer`` gets a fresh database of its own (``CREATE DATABASE
+hearth_t_<unique>`` with ``psql``; dropped once the server object is gone) and ``--database-url``
+pointing at it. Tests that by nature work on the data directory's SQLite files are marked
+``@pytest.mark.sqlite_files(reason=...)`` and skipped only in that mode.
 """
 
 from __future__ import annotations
@@ -17,8 +24,12 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+import uuid
+import weakref
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import requests
@@ -39,7 +50,17 @@ STOP_GRACE_S = 10.0
 CALL_TIMEOUT_S = 30.0
 
 
+# The admin URL of the PostgreSQL every server of this run keeps its data in (opt-in), else None.
+DATABASE_ADMIN_URL = os.environ.get("HEARTH_TEST_DATABASE_URL") or None
+
+
 def pytest_collection_modifyitems(config, items):
+    if DATABASE_ADMIN_URL and TARGET == "hearth":
+        for item in items:
+            marker = item.get_closest_marker("sqlite_files")
+            if marker is not None:
+                reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+                item.add_marker(pytest.mark.skip(reason=f"sqlite_files (the server runs over PostgreSQL here): {reason}"))
     if TARGET != "emulator":
         return
     for item in items:
@@ -50,7 +71,125 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_report_header(config):
+    if DATABASE_ADMIN_URL and TARGET == "hearth":
+        return f"conformance target: {TARGET} over PostgreSQL ({redacted_url(DATABASE_ADMIN_URL)})"
     return f"conformance target: {TARGET}"
+
+
+# --------------------------------------------------------------------------------------------
+# PostgreSQL (HEARTH_TEST_DATABASE_URL, test_postgres_serve.py)
+# --------------------------------------------------------------------------------------------
+
+
+def postgres_bin_dir() -> str | None:
+    """The newest ``/usr/lib/postgresql/<version>/bin`` with ``initdb``, ``postgres`` and ``psql`` (Debian's layout)."""
+    root = Path("/usr/lib/postgresql")
+    if not root.is_dir():
+        return None
+    versions = sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name), reverse=True)
+    for version in versions:
+        bin_dir = version / "bin"
+        if all(os.access(bin_dir / tool, os.X_OK) for tool in ("initdb", "postgres", "psql")):
+            return str(bin_dir)
+    return None
+
+
+def _psql() -> str:
+    bin_dir = postgres_bin_dir()
+    if bin_dir:
+        return os.path.join(bin_dir, "psql")
+    found = shutil.which("psql")
+    if not found:
+        raise RuntimeError("HEARTH_TEST_DATABASE_URL is set but psql is not installed (apt-get install postgresql-client)")
+    return found
+
+
+def redacted_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":REDACTED@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def psql(admin_url: str, sql: str, timeout: float = 60) -> str:
+    """Runs ``sql`` as the admin URL's user (one statement per call: CREATE/DROP DATABASE refuse transactions)."""
+    done = subprocess.run([_psql(), "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", admin_url, "-c", sql],
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise RuntimeError(f"psql {sql!r} on {redacted_url(admin_url)} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def database_url(admin_url: str, name: str) -> str:
+    """``admin_url`` with its database replaced by ``name``."""
+    return urlunsplit(urlsplit(admin_url)._replace(path="/" + name))
+
+
+def create_database(admin_url: str) -> tuple[str, str]:
+    """A new, empty database on the server of ``admin_url``: its name and its URL."""
+    name = f"hearth_t_{os.getpid()}_{uuid.uuid4().hex[:12]}"
+    psql(admin_url, f"CREATE DATABASE {name}")
+    return name, database_url(admin_url, name)
+
+
+class LocalPostgres:
+    """A PostgreSQL server of a test's own, as Tests/HearthPostgresTests/TestPostgres.swift and
+    scripts/test start one: ``initdb`` into a temporary directory (trust authentication, UTF-8, C
+    locale), listening on 127.0.0.1 on a free port with fsync off; as the ``postgres`` OS user
+    (``runuser``) when the tests run as root, since PostgreSQL refuses root. ``stop``/``start``
+    take it down and bring it back on the same port and data (a database that goes away)."""
+
+    def __init__(self):
+        bin_dir = postgres_bin_dir()
+        if bin_dir is None:
+            raise RuntimeError("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb; apt-get install postgresql)")
+        self.bin_dir = bin_dir
+        self.as_root = os.geteuid() == 0
+        # Under /tmp itself: pytest's own temporary directories are closed to other users (postgres).
+        self.directory = Path(tempfile.mkdtemp(prefix="hearth-pg-"))
+        if self.as_root:
+            shutil.chown(self.directory, "postgres", "postgres")
+        self.data = self.directory / "data"
+        self.log = self.directory / "server.log"
+        self.port = _free_port()
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
+
+    @property
+    def admin_url(self) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/postgres?sslmode=disable"
+
+    def _run(self, tool: str, *args: str, timeout: float = 120) -> None:
+        cmd = [os.path.join(self.bin_dir, tool), *args]
+        if self.as_root:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise RuntimeError(f"{tool} failed ({done.returncode}): {done.stdout}{done.stderr}\n{_tail(self.log)}")
+
+    def start(self) -> None:
+        options = (f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off "
+                   f"-c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=32MB")
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60", "start")
+
+    def stop(self) -> None:
+        """A fast shutdown: every session is ended, nothing new is accepted."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop")
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        except (RuntimeError, subprocess.TimeoutExpired):
+            pass
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    """Drops ``name`` (ending any session still in it); best effort, it is a test's leftover."""
+    try:
+        psql(admin_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    except (RuntimeError, OSError, subprocess.TimeoutExpired):
+        pass
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,13 +247,25 @@ class HearthServer:
 
     kind = "hearth"
 
-    def __init__(self, binary: str, workdir: Path, emulator: bool = True, extra_args: tuple = ()):
+    def __init__(self, binary: str, workdir: Path, emulator: bool = True, extra_args: tuple = (),
+                 database_url: str | None = None):
         self.binary = binary
         self.workdir = workdir
         self.emulator = emulator
         self.extra_args = list(extra_args)
         self.data_dir = workdir / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Over PostgreSQL (HEARTH_TEST_DATABASE_URL): a database of this server's own, kept across
+        # its restarts and dropped once the object is gone (or at exit).
+        self.database_url = database_url
+        if self.database_url is None and DATABASE_ADMIN_URL and "--database-url" not in self.extra_args:
+            name, self.database_url = create_database(DATABASE_ADMIN_URL)
+            weakref.finalize(self, drop_database, DATABASE_ADMIN_URL, name)
+            # What the server's first start writes (docs/postgres.md), written now so that `hearth admin …`
+            # run on the data directory before that start (a service account) reaches the same database.
+            marker = self.data_dir / "postgres-database"
+            marker.write_text(self.database_url + "\n")
+            marker.chmod(0o600)
         self.ready_file = workdir / "ready.json"
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
@@ -141,6 +292,7 @@ class HearthServer:
             "--api-port", "0",
             "--console-port", "0",
             "--ready-file", str(self.ready_file),
+            *(["--database-url", self.database_url] if self.database_url else []),
             *self.extra_args,
         ]
         with open(self._log_path, "wb") as log:

@@ -17,7 +17,10 @@ import requests
 
 from conftest import PROJECT, TARGET, HearthServer
 
-pytestmark = pytest.mark.skipif(TARGET != "hearth", reason="hearth export/import are Hearth's own commands")
+pytestmark = [
+    pytest.mark.skipif(TARGET != "hearth", reason="hearth export/import are Hearth's own commands"),
+    pytest.mark.sqlite_files(reason="hearth export/import work on the data directory's SQLite files"),
+]
 
 BIN = os.environ.get("HEARTH_BIN", "hearth")
 OWNER = {"Authorization": "Bearer owner"}

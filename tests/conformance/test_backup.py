@@ -24,7 +24,10 @@ from google.cloud import storage
 
 from conftest import PROJECT, TARGET, HearthServer
 
-pytestmark = pytest.mark.skipif(TARGET != "hearth", reason="backups are Hearth's own (the emulator keeps data in memory)")
+pytestmark = [
+    pytest.mark.skipif(TARGET != "hearth", reason="backups are Hearth's own (the emulator keeps data in memory)"),
+    pytest.mark.sqlite_files(reason="hearth backup/restore copy the data directory's SQLite files (over PostgreSQL: pg_dump)"),
+]
 
 BIN = os.environ.get("HEARTH_BIN", "hearth")
 OWNER = {"Authorization": "Bearer owner"}

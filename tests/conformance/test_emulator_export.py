@@ -25,7 +25,10 @@ from google.cloud import storage
 from authutil import admin_app, create_service_account
 from conftest import PROJECT, TARGET, HearthServer
 
-pytestmark = pytest.mark.skipif(TARGET != "hearth", reason="hearth export/import are Hearth's own commands")
+pytestmark = [
+    pytest.mark.skipif(TARGET != "hearth", reason="hearth export/import are Hearth's own commands"),
+    pytest.mark.sqlite_files(reason="hearth export/import and serve --import work on the data directory's SQLite files"),
+]
 
 BIN = os.environ.get("HEARTH_BIN", "hearth")
 OWNER = {"Authorization": "Bearer owner"}

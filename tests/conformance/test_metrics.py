@@ -53,6 +53,7 @@ def value(samples, name: str, **labels) -> float:
     return sum(s.value for s in samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
 
 
+@pytest.mark.sqlite_files(reason="its sample of the shared registry is hearth.sqlite's checkpoint and WAL metrics")
 def test_metrics_port_is_in_the_ready_file_and_serves_the_same_registry_as_the_api_port(srv):
     assert "metrics" in srv.ports and srv.ports["metrics"] not in (srv.ports["api"], 0)
     names = {s.name for s in scrape(srv)}

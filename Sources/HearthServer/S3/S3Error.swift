@@ -30,7 +30,7 @@ struct S3Error: Error {
         "BadDigest": 400, "IncompleteBody": 400, "InvalidPart": 400, "InvalidPartOrder": 400, "MalformedXML": 400,
         "InvalidArgument": 400, "InvalidBucketName": 400, "MethodNotAllowed": 405, "NotImplemented": 501, "InvalidRequest": 400,
         "AuthorizationQueryParametersError": 400, "MissingContentLength": 411, "KeyTooLongError": 400, "InvalidDigest": 400,
-        "MaxMessageLengthExceeded": 400, "InternalError": 500,
+        "MaxMessageLengthExceeded": 400, "InternalError": 500, "ServiceUnavailable": 503,
     ]
 
     static func named(_ code: String, _ message: String, resource: String? = nil) -> S3Error {
@@ -47,6 +47,8 @@ struct S3Error: Error {
         case .permissionDenied, .unauthenticated: return named("AccessDenied", e.message, resource: resource)
         case .failedPrecondition: return named("PreconditionFailed", e.message, resource: resource)
         case .resourceExhausted: return S3Error("InternalError", e.message, status: 507, resource: resource)
+        // The store cannot be reached (a PostgreSQL database that is down): AWS's 503, which SDKs retry.
+        case .unavailable: return named("ServiceUnavailable", "Service is unable to handle request.", resource: resource)
         case .invalidArgument, .outOfRange: return named("InvalidArgument", e.message, resource: resource)
         default: return named("InternalError", "We encountered an internal error. Please try again.", resource: resource)
         }

@@ -1,0 +1,321 @@
+public import HearthCore
+public import HearthDocuments
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Firestore's documents in PostgreSQL: HearthDocuments' ``DocumentStore`` with the tables and
+/// semantics of `SQLiteDocumentStore` (migration 4 of ``PostgresSchema``).
+///
+/// - **Commits** are one SERIALIZABLE transaction each (``PostgresBackend/write(_:)``): it checks
+///   the index version and every expectation, reads the documents the commit writes, calls the
+///   pure plan, and stores documents, index entries, history rows and the commit time. A
+///   serialization failure rolls everything back and runs the transaction again — the plan
+///   included, with the documents as they are then — so two servers committing over one database
+///   behave like one. A conflict throws ``DocumentStoreConflict`` exactly as SQLite does.
+/// - **Reads** are one snapshot per operation (REPEATABLE READ READ ONLY, or one statement).
+///   Scans read pages of rows (keyset pagination, ``pageSize`` rows at most) inside that one
+///   snapshot, run the filter row by row and stop once `limit` documents passed it, so a query's
+///   cost follows its result size, not its collection's.
+/// - **The last commit time** is the highest row of `firestore_commit_times`: each commit inserts
+///   its own time rather than raising one shared row (which every pair of concurrent commits
+///   would update, so SERIALIZABLE would refuse all but one of them); old rows are pruned.
+/// - **Composite index definitions** are read inside each commit's transaction, so a commit
+///   planned before another server added an index is refused (``DocumentStoreConflict/indexes``),
+///   and ``createIndex(_:entries:)`` back-fills in the transaction that adds the definition.
+public final class PostgresDocumentStore: DocumentStore {
+    let backend: PostgresBackend
+    let historyRetentionMicros: Int64
+    /// Commits of this process, to prune old history rows every ``pruneInterval`` commits.
+    let commits = Atomic<Int>(0)
+
+    /// The most rows a scan reads with one statement.
+    static let pageSize = 256
+    static let pruneInterval = 1000
+
+    /// A store over `backend`, whose schema is migrated (``PostgresSchema/migrate(_:logger:)``).
+    /// History rows (reads at a past time) are kept `historyRetentionMicros` (one hour), as SQLite does.
+    public init(backend: PostgresBackend, historyRetentionMicros: Int64 = 3_600_000_000) {
+        self.backend = backend
+        self.historyRetentionMicros = historyRetentionMicros
+    }
+
+    // MARK: Encoding (the SQLite store's: `ValueCodec` bytes, microsecond times, `IndexKey` name keys)
+
+    static func bytes(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
+
+    /// A document path's key columns: its parent collection and its name key.
+    static func key(_ path: ResourcePath) -> (parent: String, nameKey: ByteBuffer) {
+        (path.parent.text, bytes(IndexKey.encodePath(path)))
+    }
+
+    static func decodeDocument(path: ResourcePath, data: ByteBuffer, create: Int64, update: Int64) throws -> Document {
+        Document(
+            path: path, fields: try ValueCodec.decode(Array(data.readableBytesView)),
+            createTime: Timestamp(microseconds: create), updateTime: Timestamp(microseconds: update))
+    }
+
+    /// Rows of `path, data, create_us, update_us` as documents.
+    static func documents(_ rows: [PostgresRow]) throws -> [Document] {
+        try rows.map { row in
+            let (path, data, create, update) = try row.decode((String, ByteBuffer, Int64, Int64).self)
+            return try decodeDocument(path: ResourcePath(parsing: path), data: data, create: create, update: update)
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Errors of the store's own making inside a transaction (a conflict, the plan's error),
+    /// which must reach the caller unchanged: the backend maps anything else a transaction throws
+    /// to a ``HearthError``. None of them is retryable, so the transaction ends with it.
+    final class OwnError: Sendable {
+        let error = Mutex<(any Error)?>(nil)
+
+        func record(_ error: any Error) -> any Error {
+            self.error.withLock { $0 = error }
+            return error
+        }
+
+        func take() -> (any Error)? { error.withLock { $0 } }
+    }
+
+    func write<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession, OwnError) async throws -> Result) async throws -> Result {
+        let own = OwnError()
+        do {
+            return try await backend.write { session in try await body(session, own) }
+        } catch {
+            throw own.take() ?? error
+        }
+    }
+
+    // MARK: Metadata
+
+    public func indexDefinitions() async throws -> [IndexDefinition] {
+        try await backend.read { session in try await Self.indexDefinitions(session) }
+    }
+
+    static func indexDefinitions(_ session: PostgresSession) async throws -> [IndexDefinition] {
+        let decoder = JSONDecoder()
+        return try await session.rows("SELECT definition FROM firestore_index_definitions ORDER BY id").map {
+            try decoder.decode(IndexDefinition.self, from: Data(try $0.decode(String.self).utf8))
+        }
+    }
+
+    /// The highest composite index id (15 when there is none; composite ids start at 16).
+    static func highestIndexID(_ session: PostgresSession) async throws -> Int {
+        Int(try await session.value("SELECT coalesce(max(id), 15)::int8 FROM firestore_index_definitions", as: Int64.self) ?? 15)
+    }
+
+    public func lastCommitTime() async throws -> Timestamp? {
+        try await backend.read { session in try await Self.lastCommitTime(session) }
+    }
+
+    static func lastCommitTime(_ session: PostgresSession) async throws -> Timestamp? {
+        try await session.value("SELECT max(time_us) FROM firestore_commit_times", as: Int64?.self)?.map(Timestamp.init(microseconds:))
+    }
+
+    /// Records a commit time: the last commit time is the highest one recorded, so it only grows
+    /// whatever order commits arrive in (they take their times before planning).
+    static func recordCommitTime(_ session: PostgresSession, _ time: Timestamp) async throws {
+        try await session.execute("INSERT INTO firestore_commit_times (time_us) VALUES (\(time.microseconds)) ON CONFLICT DO NOTHING")
+    }
+
+    // MARK: Commits
+
+    public func commit<T: Sendable>(
+        _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?]) throws -> ([DocumentMutation], T)
+    ) async throws -> T {
+        let result = try await write { session, own in
+            guard try await Self.highestIndexID(session) == request.indexVersion else { throw own.record(DocumentStoreConflict.indexes) }
+            if let failed = try await Self.firstFailedExpectation(session, request.expectations) {
+                throw own.record(DocumentStoreConflict.document(database: failed.database, path: failed.path))
+            }
+            let current = try await Self.currentDocuments(session, request.database, request.writing)
+            let planned: ([DocumentMutation], T)
+            do { planned = try plan(current) } catch { throw own.record(error) }
+            try await Self.apply(session, planned.0, request.database, time: request.time)
+            try await Self.recordCommitTime(session, request.time)
+            return planned.1
+        }
+        await pruneNowAndThen()
+        return result
+    }
+
+    /// The first expectation (in order) whose document has another update time now.
+    static func firstFailedExpectation(_ session: PostgresSession, _ expectations: [DocumentExpectation]) async throws -> DocumentExpectation? {
+        guard !expectations.isEmpty else { return nil }
+        let dbs = expectations.map(\.database)
+        let keys = expectations.map { key($0.path) }
+        let rows = try await session.rows(
+            """
+            SELECT r.n, d.update_us FROM unnest(\(dbs)::text[], \(keys.map(\.parent))::text[], \(keys.map(\.nameKey))::bytea[])
+                WITH ORDINALITY AS r(db, parent, name_key, n)
+            LEFT JOIN firestore_documents AS d ON d.db = r.db AND d.parent = r.parent AND d.name_key = r.name_key
+            ORDER BY r.n
+            """)
+        var found = [Int64?](repeating: nil, count: expectations.count)
+        for row in rows {
+            let (n, update) = try row.decode((Int64, Int64?).self)
+            found[Int(n) - 1] = update
+        }
+        for (i, e) in expectations.enumerated() where found[i].map(Timestamp.init(microseconds:)) != e.updateTime { return e }
+        return nil
+    }
+
+    /// The documents at `paths` as they are in the transaction, in order (nil: missing).
+    static func currentDocuments(_ session: PostgresSession, _ database: String, _ paths: [ResourcePath]) async throws -> [Document?] {
+        guard !paths.isEmpty else { return [] }
+        let keys = paths.map(key)
+        let rows = try await session.rows(
+            """
+            SELECT d.path, d.data, d.create_us, d.update_us FROM firestore_documents AS d
+            WHERE d.db = \(database) AND (d.parent, d.name_key) IN (
+                SELECT * FROM unnest(\(keys.map(\.parent))::text[], \(keys.map(\.nameKey))::bytea[]))
+            """)
+        var byPath: [String: Document] = [:]
+        for doc in try documents(rows) { byPath[doc.path.text] = doc }
+        return paths.map { byPath[$0.text] }
+    }
+
+    /// Stores a commit's mutations at `time`: the documents (or their removal), their index
+    /// entries (the old ones the new ones replace removed, the new ones added) and a history row
+    /// each with the state it replaces — a handful of statements whatever the commit's size.
+    static func apply(_ session: PostgresSession, _ mutations: [DocumentMutation], _ database: String, time: Timestamp) async throws {
+        guard !mutations.isEmpty else { return }
+        if Set(mutations.map(\.path)).count < mutations.count {
+            // The engine sends one mutation per document; should one come twice, they apply in order.
+            for m in mutations { try await apply(session, [m], database, time: time) }
+            return
+        }
+        var removed: [IndexEntry] = []
+        var added: [IndexEntry] = []
+        for m in mutations {
+            let old = Set(m.oldEntries)
+            let new = m.document == nil ? [] : Set(m.entries)
+            removed += old.subtracting(new)
+            added += new.subtracting(old)
+        }
+        try await deleteEntries(session, database, removed)
+        try await insertEntries(session, database, added)
+
+        let puts = mutations.compactMap(\.document)
+        if !puts.isEmpty {
+            let keys = puts.map { key($0.path) }
+            try await session.execute(
+                """
+                INSERT INTO firestore_documents (db, parent, name_key, path, collection_id, data, create_us, update_us)
+                SELECT \(database), * FROM unnest(
+                    \(keys.map(\.parent))::text[], \(keys.map(\.nameKey))::bytea[], \(puts.map(\.path.text))::text[],
+                    \(puts.map(\.path.collectionId))::text[], \(puts.map { bytes(ValueCodec.encode($0.fields)) })::bytea[],
+                    \(puts.map(\.createTime.microseconds))::int8[], \(puts.map(\.updateTime.microseconds))::int8[])
+                ON CONFLICT (db, parent, name_key) DO UPDATE SET data = excluded.data, update_us = excluded.update_us
+                """)
+        }
+        let deletes = mutations.filter { $0.document == nil }.map { key($0.path) }
+        if !deletes.isEmpty {
+            try await session.execute(
+                """
+                DELETE FROM firestore_documents WHERE db = \(database) AND (parent, name_key) IN (
+                    SELECT * FROM unnest(\(deletes.map(\.parent))::text[], \(deletes.map(\.nameKey))::bytea[]))
+                """)
+        }
+        // The state each mutation replaces, until the commit time (a missing one as NULL data).
+        let previous = mutations.map(\.previous)
+        try await session.execute(
+            """
+            INSERT INTO firestore_history (until_us, db, path, data, create_us, update_us)
+            SELECT \(time.microseconds), \(database), p, CASE WHEN e THEN d END, CASE WHEN e THEN c END, CASE WHEN e THEN u END
+            FROM unnest(
+                \(mutations.map(\.path.text))::text[], \(previous.map { $0 != nil })::bool[],
+                \(previous.map { bytes($0.map { ValueCodec.encode($0.fields) } ?? []) })::bytea[],
+                \(previous.map { $0?.createTime.microseconds ?? 0 })::int8[], \(previous.map { $0?.updateTime.microseconds ?? 0 })::int8[])
+                AS t(p, e, d, c, u)
+            ON CONFLICT DO NOTHING
+            """)
+    }
+
+    static func deleteEntries(_ session: PostgresSession, _ database: String, _ entries: [IndexEntry]) async throws {
+        guard !entries.isEmpty else { return }
+        try await session.execute(
+            """
+            DELETE FROM firestore_index_entries WHERE db = \(database) AND (scope, key) IN (
+                SELECT * FROM unnest(\(entries.map(\.scope))::text[], \(entries.map { bytes($0.key) })::bytea[]))
+            """)
+    }
+
+    /// Adds entries, replacing any with the same scope and key (one statement may not touch a
+    /// row twice, so the last entry of a key wins before it is sent, as with one INSERT OR REPLACE each).
+    static func insertEntries(_ session: PostgresSession, _ database: String, _ entries: [IndexEntry]) async throws {
+        guard !entries.isEmpty else { return }
+        struct Key: Hashable {
+            let scope: String
+            let key: [UInt8]
+        }
+        var latest: [Key: Int] = [:]
+        for (i, e) in entries.enumerated() { latest[Key(scope: e.scope, key: e.key)] = i }
+        let kept = latest.values.sorted().map { entries[$0] }
+        try await session.execute(
+            """
+            INSERT INTO firestore_index_entries (db, scope, key, doc)
+            SELECT \(database), * FROM unnest(
+                \(kept.map(\.scope))::text[], \(kept.map { bytes($0.key) })::bytea[], \(kept.map(\.document))::text[])
+            ON CONFLICT (db, scope, key) DO UPDATE SET doc = excluded.doc
+            """)
+    }
+
+    /// Every ``pruneInterval`` commits of this process: history rows past the retention, and
+    /// commit times below the highest. Apart from the commit, which has succeeded already, so a
+    /// failure here is only logged.
+    func pruneNowAndThen() async {
+        let count = commits.add(1, ordering: .relaxed).newValue
+        guard count % Self.pruneInterval == 0 else { return }
+        let cutoff = Int64(Date().timeIntervalSince1970 * 1_000_000) - historyRetentionMicros
+        do {
+            try await backend.writeCommitted { session in
+                try await session.execute("DELETE FROM firestore_history WHERE until_us < \(cutoff)")
+                try await session.execute(
+                    "DELETE FROM firestore_commit_times WHERE time_us < (SELECT max(time_us) FROM firestore_commit_times)")
+            }
+        } catch {
+            backend.logger.warning("pruning the document history failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Indexes and clearing
+
+    public func createIndex(
+        _ proposed: IndexDefinition, entries: @escaping @Sendable (Document, IndexDefinition) -> [IndexEntry]
+    ) async throws -> IndexDefinition? {
+        try await write { session, _ in
+            let existing = try await Self.indexDefinitions(session)
+            if existing.contains(where: {
+                $0.database == proposed.database && $0.collectionGroup == proposed.collectionGroup && $0.groupScope == proposed.groupScope
+                    && $0.fields == proposed.fields
+            }) {
+                return nil
+            }
+            var def = proposed
+            def.id = UInt32(try await Self.highestIndexID(session) + 1)
+            let json = String(decoding: try JSONEncoder().encode(def), as: UTF8.self)
+            try await session.execute("INSERT INTO firestore_index_definitions (id, definition) VALUES (\(Int64(def.id)), \(json))")
+            // Back-fill from every document of the group, a page at a time, in this transaction:
+            // a commit planned before it either commits first (and is read here) or is refused.
+            var cursor = DocumentCursor(database: def.database, scope: .group(def.collectionGroup), range: .all, reverse: false)
+            cursor.pageSize = 1000
+            while let page = try await cursor.nextPage(session) {
+                try await Self.insertEntries(session, def.database, page.flatMap { entries($0.document, def) })
+            }
+            return def
+        }
+    }
+
+    public func clear(_ database: String, time: Timestamp) async throws {
+        try await write { session, _ in
+            try await session.execute("DELETE FROM firestore_documents WHERE db = \(database)")
+            try await session.execute("DELETE FROM firestore_index_entries WHERE db = \(database)")
+            try await session.execute("DELETE FROM firestore_history WHERE db = \(database)")
+            try await Self.recordCommitTime(session, time)
+        }
+    }
+}
