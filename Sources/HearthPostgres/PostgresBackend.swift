@@ -56,8 +56,16 @@ public final class PostgresBackend: Service, Sendable {
 
     /// Runs `body` in a SERIALIZABLE transaction, again from the start after a serialization
     /// failure or a deadlock; commits when it returns, rolls back when it throws.
-    func write<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
-        try await transaction(.serializable, body)
+    ///
+    /// `locking`: advisory lock keys taken (session level, in ascending order, waiting for other
+    /// holders) *before* the transaction begins, and released once it has ended. Writers of one
+    /// hot row that name it here queue for it and each begins with a snapshot that already holds
+    /// the previous writer's commit, instead of all reading one version and all but one failing
+    /// serialization again and again (every server over the database takes the same keys).
+    func write<Result: Sendable>(
+        locking keys: [Int64] = [], _ body: @escaping @Sendable (PostgresSession) async throws -> Result
+    ) async throws -> Result {
+        try await transaction(.serializable, locking: keys, body)
     }
 
     /// Runs `body` in a READ COMMITTED transaction (for single statements whose own conflict
@@ -86,24 +94,27 @@ public final class PostgresBackend: Service, Sendable {
     }
 
     func transaction<Result: Sendable>(
-        _ isolation: Isolation, _ body: @escaping @Sendable (PostgresSession) async throws -> Result
+        _ isolation: Isolation, locking keys: [Int64] = [], _ body: @escaping @Sendable (PostgresSession) async throws -> Result
     ) async throws -> Result {
+        let keys = Array(Set(keys)).sorted()
         var attempt = 1
         while true {
             do {
                 return try await leased { connection in
                     let session = PostgresSession(connection: connection, logger: self.logger)
-                    try await session.execute(isolation.begin)
+                    guard !keys.isEmpty else { return try await Self.run(isolation, session, body) }
+                    let result: Result
                     do {
-                        let result = try await body(session)
-                        try await session.execute("COMMIT")
-                        return result
+                        // One statement takes them in the array's (ascending) order: no two writers wait for each other.
+                        try await session.execute("SELECT count(pg_advisory_lock(k)) FROM unnest(\(keys)::int8[]) AS k")
+                        result = try await Self.run(isolation, session, body)
                     } catch {
-                        // The transaction may already be over (a failed COMMIT ends it); a broken
-                        // connection is closed by the pool.
-                        if !connection.isClosed { try? await session.execute("ROLLBACK") }
+                        await Self.unlockAll(session)
                         throw error
                     }
+                    // Committed: whatever happens to the unlock, the result stands.
+                    await Self.unlockAll(session)
+                    return result
                 }
             } catch is ClosedBeforeUse where attempt < maximumAttempts {
                 // Nothing was sent on it: lease another.
@@ -115,6 +126,34 @@ public final class PostgresBackend: Service, Sendable {
             } catch {
                 throw PostgresBackendError.hearthError(error, endpoint: settings.endpoint)
             }
+        }
+    }
+
+    /// One transaction of `body` on `session`: committed when it returns, rolled back when it throws.
+    static func run<Result: Sendable>(
+        _ isolation: Isolation, _ session: PostgresSession, _ body: @escaping @Sendable (PostgresSession) async throws -> Result
+    ) async throws -> Result {
+        try await session.execute(isolation.begin)
+        do {
+            let result = try await body(session)
+            try await session.execute("COMMIT")
+            return result
+        } catch {
+            // The transaction may already be over (a failed COMMIT ends it); a broken
+            // connection is closed by the pool.
+            if !session.connection.isClosed { try? await session.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Releases the session's advisory locks (also those a failed lock statement took). Should
+    /// that fail, the connection is closed, which releases them: a pooled connection never
+    /// keeps a lock.
+    static func unlockAll(_ session: PostgresSession) async {
+        do {
+            try await session.execute("SELECT pg_advisory_unlock_all()")
+        } catch {
+            if !session.connection.isClosed { try? await session.connection.close() }
         }
     }
 

@@ -1,0 +1,52 @@
+import HearthCore
+import HearthDocuments
+import Synchronization
+import Testing
+
+@testable import HearthPostgres
+
+/// What the conformance suite cannot see of ``PostgresDocumentStore``: how it behaves with
+/// several pools (servers) over one database.
+@Suite(.enabled(if: TestPostgres.available, "PostgreSQL is not installed and HEARTH_TEST_POSTGRES_URL is not set"))
+struct PostgresDocumentStoreTests {
+    final class Counter: Sendable {
+        let value = Mutex(0)
+        func add() { value.withLock { $0 += 1 } }
+        var count: Int { value.withLock { $0 } }
+    }
+
+    static func request(_ time: Int64, _ paths: [String]) -> DocumentCommitRequest {
+        DocumentCommitRequest(
+            database: "(default)", time: Timestamp(microseconds: time), writing: paths.map(ResourcePath.init(parsing:)), expectations: [],
+            indexVersion: 15)
+    }
+
+    @Test("Writers of one hot document on two servers queue for it: none is refused for contention, each plans about once")
+    func hotDocumentWritersQueue() async throws {
+        let first = try await TestPostgres.shared.freshBackend()
+        let second = await TestPostgres.shared.start(first.settings)
+        let stores = [PostgresDocumentStore(backend: first), PostgresDocumentStore(backend: second)]
+        let runs = Counter()
+        let writers = 24
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<writers {
+                group.addTask {
+                    let time = Int64(100 + i)
+                    try await stores[i % 2].commit(Self.request(time, ["hot/doc"])) { current in
+                        runs.add()
+                        var n: Int64 = 0
+                        if case .integer(let stored)? = current[0]?.fields["n"] { n = stored }
+                        let doc = Document(
+                            path: ResourcePath(parsing: "hot/doc"), fields: ["n": .integer(n + 1)],
+                            createTime: current[0]?.createTime ?? Timestamp(microseconds: time), updateTime: Timestamp(microseconds: time))
+                        return ([DocumentMutation(path: doc.path, document: doc, entries: [], oldEntries: [], previous: current[0])], ())
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let stored = try await stores[0].documents("(default)", [ResourcePath(parsing: "hot/doc")], at: nil)
+        #expect(stored[0]?.fields["n"] == .integer(Int64(writers)))
+        #expect(runs.count < writers + writers / 4, "each writer began after the one before it had committed")
+    }
+}
