@@ -125,8 +125,8 @@ let package = Package(
             path: "Sources/HearthStoreConformance",
             swiftSettings: swiftSettings
         ),
-        // Shared persistence on PostgreSQL behind the engines' protocols (object metadata and S3 keys, App Check, the
-        // Realtime Database tree): one connection pool, versioned migrations under an advisory lock. The only module with
+        // Shared persistence on PostgreSQL behind the engines' protocols (Firestore documents, object metadata and S3 keys,
+        // App Check, the Realtime Database tree): one connection pool, versioned migrations under an advisory lock. The only module with
         // postgres-nio.
         .target(
             name: "HearthPostgres",
