@@ -283,21 +283,24 @@ public final class PostgresDocumentStore: DocumentStore {
             """)
     }
 
-    /// Every ``pruneInterval`` commits of this process: history rows past the retention, and
-    /// commit times below the highest. Apart from the commit, which has succeeded already, so a
-    /// failure here is only logged.
+    /// Every ``pruneInterval`` commits of this process, ``prune()``: apart from the commit, which
+    /// has succeeded already, so a failure here is only logged.
     func pruneNowAndThen() async {
         let count = commits.add(1, ordering: .relaxed).newValue
         guard count % Self.pruneInterval == 0 else { return }
-        let cutoff = Int64(Date().timeIntervalSince1970 * 1_000_000) - historyRetentionMicros
         do {
-            try await backend.writeCommitted { session in
-                try await session.execute("DELETE FROM firestore_history WHERE until_us < \(cutoff)")
-                try await session.execute(
-                    "DELETE FROM firestore_commit_times WHERE time_us < (SELECT max(time_us) FROM firestore_commit_times)")
-            }
+            try await prune()
         } catch {
             backend.logger.warning("pruning the document history failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Deletes history rows older than the retention, and commit times below the highest.
+    func prune() async throws {
+        let cutoff = Int64(Date().timeIntervalSince1970 * 1_000_000) - historyRetentionMicros
+        try await backend.writeCommitted { session in
+            try await session.execute("DELETE FROM firestore_history WHERE until_us < \(cutoff)")
+            try await session.execute("DELETE FROM firestore_commit_times WHERE time_us < (SELECT max(time_us) FROM firestore_commit_times)")
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import HearthCore
 import HearthDocuments
 import Synchronization
@@ -48,5 +49,35 @@ struct PostgresDocumentStoreTests {
         let stored = try await stores[0].documents("(default)", [ResourcePath(parsing: "hot/doc")], at: nil)
         #expect(stored[0]?.fields["n"] == .integer(Int64(writers)))
         #expect(runs.count < writers + writers / 4, "each writer began after the one before it had committed")
+    }
+
+    @Test("Pruning drops history past the retention and commit times below the highest, nothing else")
+    func pruning() async throws {
+        let backend = try await TestPostgres.shared.freshBackend()
+        let store = PostgresDocumentStore(backend: backend, historyRetentionMicros: 60_000_000)
+        let path = ResourcePath(parsing: "c/a")
+        func doc(_ n: Int64, at time: Int64) -> Document {
+            Document(path: path, fields: ["n": .integer(n)], createTime: Timestamp(microseconds: 10), updateTime: Timestamp(microseconds: time))
+        }
+        // Two commits long ago (times 10 and 20) and one a moment ago.
+        let recent = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        var previous: Document?
+        for (n, time) in [(1, Int64(10)), (2, 20), (3, recent)] as [(Int64, Int64)] {
+            let d = doc(n, at: time)
+            let before = previous
+            try await store.commit(Self.request(time, ["c/a"])) { _ in
+                ([DocumentMutation(path: path, document: d, entries: [], oldEntries: [], previous: before)], ())
+            }
+            previous = d
+        }
+        #expect(try await store.documents("(default)", [path], at: Timestamp(microseconds: 15)) == [doc(1, at: 10)])
+        try await store.prune()
+        // The rows until 10 and 20 are gone (past the retention, a read at 15 sees the oldest state
+        // kept); the row until `recent` is kept, so a read just before it still sees n = 2.
+        #expect(try await store.documents("(default)", [path], at: Timestamp(microseconds: 15)) == [doc(2, at: 20)])
+        #expect(try await store.documents("(default)", [path], at: Timestamp(microseconds: recent - 1)) == [doc(2, at: 20)])
+        #expect(try await store.lastCommitTime() == Timestamp(microseconds: recent))
+        let times = try await backend.read { session in try await session.value("SELECT count(*) FROM firestore_commit_times", as: Int64.self) }
+        #expect(times == 1)
     }
 }
