@@ -313,7 +313,7 @@ let package = Package(
             name: "HearthBench",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthApp", "HearthServer", "HearthRules", "HearthAuth", "HearthDatabase", "HearthFiles",
-                "HearthFirestoreProto", "HearthSQLite", "HearthStorage", "HearthTokenVerifier",
+                "HearthFirestoreProto", "HearthSQLite", "HearthPostgres", "HearthStorage", "HearthTokenVerifier",
                 // The sdk bench phase drives the client SDK against the bench's server.
                 "HearthClientCore", "HearthClientFirestore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

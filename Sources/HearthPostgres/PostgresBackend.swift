@@ -11,9 +11,10 @@ import Synchronization
 /// Rules the stores keep:
 /// 1. **Each store call is one transaction** lent through ``write(_:)`` (SERIALIZABLE, run again
 ///    on a serialization failure or deadlock, at most ``maximumAttempts`` times) or
-///    ``snapshot(_:)`` (REPEATABLE READ, READ ONLY: one consistent view for several reads).
-///    Every check a write depends on runs inside its transaction, so two servers over one
-///    database behave like one.
+///    ``snapshot(_:)`` (REPEATABLE READ, READ ONLY: one consistent view for several reads), or
+///    ``writeLocked(_:_:)`` (advisory locks on what the write reads, first: for writes whose
+///    every read is of a locked thing — see there). Every check a write depends on runs inside
+///    its transaction, so two servers over one database behave like one.
 /// 2. **Nothing is acknowledged that was not committed**: an error at any step, COMMIT
 ///    included, is thrown (a broken connection as UNAVAILABLE, "may not have been applied").
 /// 3. **A database that cannot be reached answers UNAVAILABLE** within ``PostgresSettings/acquireTimeout``,
@@ -56,16 +57,47 @@ public final class PostgresBackend: Service, Sendable {
 
     /// Runs `body` in a SERIALIZABLE transaction, again from the start after a serialization
     /// failure or a deadlock; commits when it returns, rolls back when it throws.
+    func write<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
+        try await transaction(.serializable, body)
+    }
+
+    /// A transaction-level advisory lock a ``writeLocked(_:_:)`` takes: shared (readers of the
+    /// thing) or exclusive (its writers).
+    struct AdvisoryLock: Sendable, Hashable {
+        var key: Int64
+        var exclusive: Bool
+    }
+
+    /// Runs `body` in a READ COMMITTED transaction whose first statement takes every one of
+    /// `locks` (transaction-level advisory locks, in ascending key order in one statement, so no
+    /// two callers wait for each other; released when the transaction ends), waiting for other
+    /// holders. Again from the start after a serialization failure or a deadlock.
     ///
-    /// `locking`: advisory lock keys taken (session level, in ascending order, waiting for other
-    /// holders) *before* the transaction begins, and released once it has ended. Writers of one
-    /// hot row that name it here queue for it and each begins with a snapshot that already holds
-    /// the previous writer's commit, instead of all reading one version and all but one failing
-    /// serialization again and again (every server over the database takes the same keys).
-    func write<Result: Sendable>(
-        locking keys: [Int64] = [], _ body: @escaping @Sendable (PostgresSession) async throws -> Result
+    /// Use it for writes whose every read is of something the locks stand for, which every writer
+    /// of it locks exclusively: each later statement's snapshot holds the last commit of each
+    /// such thing, and nothing changes it until this transaction ends — the locks, not
+    /// SERIALIZABLE, order such writes, with the same outcome. SERIALIZABLE would also refuse
+    /// writes that only share an index page (a new key beside another transaction's read of the
+    /// page): concurrent creates of documents of one collection failed serialization until they
+    /// ran out of attempts.
+    func writeLocked<Result: Sendable>(
+        _ locks: [AdvisoryLock], _ body: @escaping @Sendable (PostgresSession) async throws -> Result
     ) async throws -> Result {
-        try await transaction(.serializable, locking: keys, body)
+        // One lock per key (exclusive if any asks for it), in ascending order.
+        var exclusive: [Int64: Bool] = [:]
+        for lock in locks { exclusive[lock.key] = (exclusive[lock.key] ?? false) || lock.exclusive }
+        let keys = exclusive.keys.sorted()
+        let modes = keys.map { exclusive[$0]! }
+        return try await transaction(.readCommitted) { session in
+            if !keys.isEmpty {
+                try await session.execute(
+                    """
+                    SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END)
+                    FROM unnest(\(keys)::int8[], \(modes)::bool[]) AS t(k, x)
+                    """)
+            }
+            return try await body(session)
+        }
     }
 
     /// Runs `body` in a READ COMMITTED transaction (for single statements whose own conflict
@@ -94,27 +126,24 @@ public final class PostgresBackend: Service, Sendable {
     }
 
     func transaction<Result: Sendable>(
-        _ isolation: Isolation, locking keys: [Int64] = [], _ body: @escaping @Sendable (PostgresSession) async throws -> Result
+        _ isolation: Isolation, _ body: @escaping @Sendable (PostgresSession) async throws -> Result
     ) async throws -> Result {
-        let keys = Array(Set(keys)).sorted()
         var attempt = 1
         while true {
             do {
                 return try await leased { connection in
                     let session = PostgresSession(connection: connection, logger: self.logger)
-                    guard !keys.isEmpty else { return try await Self.run(isolation, session, body) }
-                    let result: Result
+                    try await session.execute(isolation.begin)
                     do {
-                        // One statement takes them in the array's (ascending) order: no two writers wait for each other.
-                        try await session.execute("SELECT count(pg_advisory_lock(k)) FROM unnest(\(keys)::int8[]) AS k")
-                        result = try await Self.run(isolation, session, body)
+                        let result = try await body(session)
+                        try await session.execute("COMMIT")
+                        return result
                     } catch {
-                        await Self.unlockAll(session)
+                        // The transaction may already be over (a failed COMMIT ends it); a broken
+                        // connection is closed by the pool.
+                        if !connection.isClosed { try? await session.execute("ROLLBACK") }
                         throw error
                     }
-                    // Committed: whatever happens to the unlock, the result stands.
-                    await Self.unlockAll(session)
-                    return result
                 }
             } catch is ClosedBeforeUse where attempt < maximumAttempts {
                 // Nothing was sent on it: lease another.
@@ -126,34 +155,6 @@ public final class PostgresBackend: Service, Sendable {
             } catch {
                 throw PostgresBackendError.hearthError(error, endpoint: settings.endpoint)
             }
-        }
-    }
-
-    /// One transaction of `body` on `session`: committed when it returns, rolled back when it throws.
-    static func run<Result: Sendable>(
-        _ isolation: Isolation, _ session: PostgresSession, _ body: @escaping @Sendable (PostgresSession) async throws -> Result
-    ) async throws -> Result {
-        try await session.execute(isolation.begin)
-        do {
-            let result = try await body(session)
-            try await session.execute("COMMIT")
-            return result
-        } catch {
-            // The transaction may already be over (a failed COMMIT ends it); a broken
-            // connection is closed by the pool.
-            if !session.connection.isClosed { try? await session.execute("ROLLBACK") }
-            throw error
-        }
-    }
-
-    /// Releases the session's advisory locks (also those a failed lock statement took). Should
-    /// that fail, the connection is closed, which releases them: a pooled connection never
-    /// keeps a lock.
-    static func unlockAll(_ session: PostgresSession) async {
-        do {
-            try await session.execute("SELECT pg_advisory_unlock_all()")
-        } catch {
-            if !session.connection.isClosed { try? await session.connection.close() }
         }
     }
 

@@ -81,3 +81,34 @@ struct PostgresDocumentStoreTests {
         #expect(times == 1)
     }
 }
+
+extension PostgresDocumentStoreTests {
+    @Test("Concurrent creates of documents of one collection on two servers neither wait for nor refuse each other")
+    func concurrentCreatesInOneCollection() async throws {
+        let first = try await TestPostgres.shared.freshBackend()
+        let second = await TestPostgres.shared.start(first.settings)
+        let stores = [PostgresDocumentStore(backend: first), PostgresDocumentStore(backend: second)]
+        let runs = Counter()
+        let writers = 8, each = 25
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<writers {
+                group.addTask {
+                    for i in 0..<each {
+                        let name = "c/w\(w)-\(i)"
+                        let time = Int64(1000 + w * each + i)
+                        try await stores[w % 2].commit(Self.request(time, [name])) { _ in
+                            runs.add()
+                            let doc = Document(
+                                path: ResourcePath(parsing: name), fields: ["n": .integer(Int64(i))], createTime: Timestamp(microseconds: time),
+                                updateTime: Timestamp(microseconds: time))
+                            return ([DocumentMutation(path: doc.path, document: doc, entries: IndexEntries.all(doc, []), oldEntries: [], previous: nil)], ())
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await stores[0].countDocuments("(default)", upTo: 1000) == writers * each)
+        #expect(runs.count == writers * each, "no commit was rolled back and planned again")
+    }
+}
