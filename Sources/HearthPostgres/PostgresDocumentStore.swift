@@ -103,7 +103,8 @@ public final class PostgresDocumentStore: DocumentStore {
     // Every write of this store runs under advisory locks standing for what it reads, taken
     // before its snapshot (REPEATABLE READ): a commit locks each document it writes (exclusive)
     // and each it expects unchanged (shared), its databases (shared) and the index definitions
-    // (shared); createIndex locks the index definitions and clear its database exclusively. So
+    // (shared); createIndex locks the index definitions and its database, clear its database,
+    // exclusively. So
     // whatever a write read is the last committed state and stays so until it commits, on every
     // server: writes are serializable, and two that share no document never wait for or refuse
     // each other.
@@ -364,7 +365,9 @@ public final class PostgresDocumentStore: DocumentStore {
     public func createIndex(
         _ proposed: IndexDefinition, entries: @escaping @Sendable (Document, IndexDefinition) -> [IndexEntry]
     ) async throws -> IndexDefinition? {
-        try await write(locking: [.init(key: Self.indexesLock, exclusive: true)]) { session, _ in
+        // The index definitions (commits wait) and the database (so clear waits too) exclusively.
+        let locks: [PostgresBackend.AdvisoryLock] = [.init(key: Self.indexesLock, exclusive: true), .init(key: Self.databaseLock(proposed.database), exclusive: true)]
+        return try await write(locking: locks) { session, _ in
             let existing = try await Self.indexDefinitions(session)
             if existing.contains(where: {
                 $0.database == proposed.database && $0.collectionGroup == proposed.collectionGroup && $0.groupScope == proposed.groupScope
