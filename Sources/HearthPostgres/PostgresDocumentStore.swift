@@ -10,9 +10,9 @@ import Synchronization
 ///
 /// - **Commits** are one transaction each: it checks the index version and every expectation,
 ///   reads the documents the commit writes, calls the pure plan, and stores documents, index
-///   entries, history rows and the commit time. It begins once it holds advisory locks on the
+///   entries, history rows and the commit time. Its first statement takes advisory locks on the
 ///   documents it writes and expects, its databases and the index definitions (see "Locks"
-///   below), so its REPEATABLE READ snapshot holds the last commit of all it reads, unchanged
+///   below), so each of its later statements sees the last commit of all it reads, unchanged
 ///   until it commits: commits are serializable across every server on the database, and two
 ///   that share no document neither wait for nor refuse each other. A serialization failure
 ///   or deadlock rolls everything back and runs it again, the plan included. A conflict throws
@@ -100,14 +100,13 @@ public final class PostgresDocumentStore: DocumentStore {
 
     // MARK: Locks
     //
-    // Every write of this store runs under advisory locks standing for what it reads, taken
-    // before its snapshot (REPEATABLE READ): a commit locks each document it writes (exclusive)
-    // and each it expects unchanged (shared), its databases (shared) and the index definitions
-    // (shared); createIndex locks the index definitions and its database, clear its database,
-    // exclusively. So
-    // whatever a write read is the last committed state and stays so until it commits, on every
-    // server: writes are serializable, and two that share no document never wait for or refuse
-    // each other.
+    // Every write of this store runs under advisory locks standing for what it reads, taken by
+    // its first statement (``PostgresBackend/writeLocked(_:_:)``, READ COMMITTED): a commit locks
+    // each document it writes (exclusive) and each it expects unchanged (shared), its databases
+    // (shared) and the index definitions (shared); createIndex locks the index definitions and
+    // its database, clear its database, exclusively. So whatever a write reads after its locks
+    // is the last committed state and stays so until it commits, on every server: writes are
+    // serializable, and two that share no document never wait for or refuse each other.
 
     /// The most documents a commit locks one by one: each lock is a slot of PostgreSQL's shared
     /// lock table (`max_locks_per_transaction` × connections). A larger commit locks its
