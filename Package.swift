@@ -125,8 +125,8 @@ let package = Package(
             path: "Sources/HearthStoreConformance",
             swiftSettings: swiftSettings
         ),
-        // Shared persistence on PostgreSQL behind the engines' protocols (object metadata and S3 keys, App Check, the
-        // Realtime Database tree, accounts): one connection pool, versioned migrations under an advisory lock. The only module with
+        // Shared persistence on PostgreSQL behind the engines' protocols (Firestore documents, object metadata and S3 keys, App Check,
+        // the Realtime Database tree, accounts): one connection pool, versioned migrations under an advisory lock. The only module with
         // postgres-nio.
         .target(
             name: "HearthPostgres",
@@ -314,7 +314,7 @@ let package = Package(
             name: "HearthBench",
             dependencies: [
                 "HearthCore", "HearthDocuments", "HearthApp", "HearthServer", "HearthRules", "HearthAuth", "HearthDatabase", "HearthFiles",
-                "HearthFirestoreProto", "HearthSQLite", "HearthStorage", "HearthTokenVerifier",
+                "HearthFirestoreProto", "HearthSQLite", "HearthPostgres", "HearthStorage", "HearthTokenVerifier",
                 // The sdk bench phase drives the client SDK against the bench's server.
                 "HearthClientCore", "HearthClientFirestore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -104,6 +104,9 @@ package struct Bench: Sendable {
         if selected.contains("import") {
             try await ImportBench(directory: dir + "/import", documents: importDocuments, baseline: min(importBaseline, importDocuments)).run()
         }
+        if selected.contains(PostgresBench.phase) {
+            try await PostgresBench(directory: dir + "/postgres-bench", clients: clients, duration: duration, logger: logger).run()
+        }
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)
         }

@@ -11,9 +11,10 @@ import Synchronization
 /// Rules the stores keep:
 /// 1. **Each store call is one transaction** lent through ``write(_:)`` (SERIALIZABLE, run again
 ///    on a serialization failure or deadlock, at most ``maximumAttempts`` times) or
-///    ``snapshot(_:)`` (REPEATABLE READ, READ ONLY: one consistent view for several reads).
-///    Every check a write depends on runs inside its transaction, so two servers over one
-///    database behave like one.
+///    ``snapshot(_:)`` (REPEATABLE READ, READ ONLY: one consistent view for several reads), or
+///    ``writeLocked(_:_:)`` (advisory locks on what the write reads, first: for writes whose
+///    every read is of a locked thing — see there). Every check a write depends on runs inside
+///    its transaction, so two servers over one database behave like one.
 /// 2. **Nothing is acknowledged that was not committed**: an error at any step, COMMIT
 ///    included, is thrown (a broken connection as UNAVAILABLE, "may not have been applied").
 /// 3. **A database that cannot be reached answers UNAVAILABLE** within ``PostgresSettings/acquireTimeout``,
@@ -58,6 +59,45 @@ public final class PostgresBackend: Service, Sendable {
     /// failure or a deadlock; commits when it returns, rolls back when it throws.
     func write<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> Result) async throws -> Result {
         try await transaction(.serializable, body)
+    }
+
+    /// A transaction-level advisory lock a ``writeLocked(_:_:)`` takes: shared (readers of the
+    /// thing) or exclusive (its writers).
+    struct AdvisoryLock: Sendable, Hashable {
+        var key: Int64
+        var exclusive: Bool
+    }
+
+    /// Runs `body` in a READ COMMITTED transaction whose first statement takes every one of
+    /// `locks` (transaction-level advisory locks, in ascending key order in one statement, so no
+    /// two callers wait for each other; released when the transaction ends), waiting for other
+    /// holders. Again from the start after a serialization failure or a deadlock.
+    ///
+    /// Use it for writes whose every read is of something the locks stand for, which every writer
+    /// of it locks exclusively: each later statement's snapshot holds the last commit of each
+    /// such thing, and nothing changes it until this transaction ends — the locks, not
+    /// SERIALIZABLE, order such writes, with the same outcome. SERIALIZABLE would also refuse
+    /// writes that only share an index page (a new key beside another transaction's read of the
+    /// page): concurrent creates of documents of one collection failed serialization until they
+    /// ran out of attempts.
+    func writeLocked<Result: Sendable>(
+        _ locks: [AdvisoryLock], _ body: @escaping @Sendable (PostgresSession) async throws -> Result
+    ) async throws -> Result {
+        // One lock per key (exclusive if any asks for it), in ascending order.
+        var exclusive: [Int64: Bool] = [:]
+        for lock in locks { exclusive[lock.key] = (exclusive[lock.key] ?? false) || lock.exclusive }
+        let keys = exclusive.keys.sorted()
+        let modes = keys.map { exclusive[$0]! }
+        return try await transaction(.readCommitted) { session in
+            if !keys.isEmpty {
+                try await session.execute(
+                    """
+                    SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(k) ELSE pg_advisory_xact_lock_shared(k) END)
+                    FROM unnest(\(keys)::int8[], \(modes)::bool[]) AS t(k, x)
+                    """)
+            }
+            return try await body(session)
+        }
     }
 
     /// Runs `body` in a READ COMMITTED transaction (for single statements whose own conflict

@@ -8,19 +8,22 @@ import Synchronization
 /// Firestore's documents in PostgreSQL: HearthDocuments' ``DocumentStore`` with the tables and
 /// semantics of `SQLiteDocumentStore` (migration 4 of ``PostgresSchema``).
 ///
-/// - **Commits** are one SERIALIZABLE transaction each (``PostgresBackend/write(_:)``): it checks
-///   the index version and every expectation, reads the documents the commit writes, calls the
-///   pure plan, and stores documents, index entries, history rows and the commit time. A
-///   serialization failure rolls everything back and runs the transaction again — the plan
-///   included, with the documents as they are then — so two servers committing over one database
-///   behave like one. A conflict throws ``DocumentStoreConflict`` exactly as SQLite does.
+/// - **Commits** are one transaction each: it checks the index version and every expectation,
+///   reads the documents the commit writes, calls the pure plan, and stores documents, index
+///   entries, history rows and the commit time. Its first statement takes advisory locks on the
+///   documents it writes and expects, its databases and the index definitions (see "Locks"
+///   below), so each of its later statements sees the last commit of all it reads, unchanged
+///   until it commits: commits are serializable across every server on the database, and two
+///   that share no document neither wait for nor refuse each other. A serialization failure
+///   or deadlock rolls everything back and runs it again, the plan included. A conflict throws
+///   ``DocumentStoreConflict`` exactly as SQLite does.
 /// - **Reads** are one snapshot per operation (REPEATABLE READ READ ONLY, or one statement).
 ///   Scans read pages of rows (keyset pagination, ``pageSize`` rows at most) inside that one
 ///   snapshot, run the filter row by row and stop once `limit` documents passed it, so a query's
 ///   cost follows its result size, not its collection's.
 /// - **The last commit time** is the highest row of `firestore_commit_times`: each commit inserts
-///   its own time rather than raising one shared row (which every pair of concurrent commits
-///   would update, so SERIALIZABLE would refuse all but one of them); old rows are pruned.
+///   its own time rather than raising one shared row (which every commit would update: they
+///   would all queue for it, and concurrent ones be refused); old rows are pruned.
 /// - **Composite index definitions** are read inside each commit's transaction, so a commit
 ///   planned before another server added an index is refused (``DocumentStoreConflict/indexes``),
 ///   and ``createIndex(_:entries:)`` back-fills in the transaction that adds the definition.
@@ -29,6 +32,8 @@ public final class PostgresDocumentStore: DocumentStore {
     let historyRetentionMicros: Int64
     /// Commits of this process, to prune old history rows every ``pruneInterval`` commits.
     let commits = Atomic<Int>(0)
+    /// Writers of one document in this process queue here before they lease a connection.
+    let localLocks = LocalLocks()
 
     /// The most rows a scan reads with one statement.
     static let pageSize = 256
@@ -80,13 +85,62 @@ public final class PostgresDocumentStore: DocumentStore {
         func take() -> (any Error)? { error.withLock { $0 } }
     }
 
-    func write<Result: Sendable>(_ body: @escaping @Sendable (PostgresSession, OwnError) async throws -> Result) async throws -> Result {
+    /// Runs `body` as one write transaction under `locks` (``PostgresBackend/writeLocked(_:_:)``),
+    /// the store's own errors passed through unchanged.
+    func write<Result: Sendable>(
+        locking locks: [PostgresBackend.AdvisoryLock], _ body: @escaping @Sendable (PostgresSession, OwnError) async throws -> Result
+    ) async throws -> Result {
         let own = OwnError()
         do {
-            return try await backend.write { session in try await body(session, own) }
+            return try await backend.writeLocked(locks) { session in try await body(session, own) }
         } catch {
             throw own.take() ?? error
         }
+    }
+
+    // MARK: Locks
+    //
+    // Every write of this store runs under advisory locks standing for what it reads, taken by
+    // its first statement (``PostgresBackend/writeLocked(_:_:)``, READ COMMITTED): a commit locks
+    // each document it writes (exclusive) and each it expects unchanged (shared), its databases
+    // (shared) and the index definitions (shared); createIndex locks the index definitions and
+    // its database, clear its database, exclusively. So whatever a write reads after its locks
+    // is the last committed state and stays so until it commits, on every server: writes are
+    // serializable, and two that share no document never wait for or refuse each other.
+
+    /// The most documents a commit locks one by one: each lock is a slot of PostgreSQL's shared
+    /// lock table (`max_locks_per_transaction` × connections). A larger commit locks its
+    /// databases exclusively instead (it waits for, and holds off, every other write to them).
+    static let maximumLockedDocuments = 32
+
+    /// FNV-1a of `text`, as a lock key. A collision only makes two writers queue together.
+    static func lockKey(_ text: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return Int64(bitPattern: hash)
+    }
+
+    static func documentLock(_ database: String, _ path: ResourcePath) -> Int64 {
+        lockKey("firestore-document\u{0}\(database)\u{0}\(path.text)")
+    }
+
+    static func databaseLock(_ database: String) -> Int64 { lockKey("firestore-database\u{0}\(database)") }
+
+    static let indexesLock = lockKey("firestore-index-definitions")
+
+    /// The locks of a commit (see above).
+    static func locks(_ request: DocumentCommitRequest) -> [PostgresBackend.AdvisoryLock] {
+        typealias Lock = PostgresBackend.AdvisoryLock
+        let databases = Set([request.database] + request.expectations.map(\.database))
+        var locks = [Lock(key: indexesLock, exclusive: false)]
+        let documents = Set(request.writing.map { documentLock(request.database, $0) } + request.expectations.map { documentLock($0.database, $0.path) })
+        guard documents.count <= maximumLockedDocuments else {
+            return locks + databases.map { Lock(key: databaseLock($0), exclusive: true) }
+        }
+        locks += databases.map { Lock(key: databaseLock($0), exclusive: false) }
+        locks += request.expectations.map { Lock(key: documentLock($0.database, $0.path), exclusive: false) }
+        locks += request.writing.map { Lock(key: documentLock(request.database, $0), exclusive: true) }
+        return locks
     }
 
     // MARK: Metadata
@@ -126,44 +180,69 @@ public final class PostgresDocumentStore: DocumentStore {
     public func commit<T: Sendable>(
         _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?]) throws -> ([DocumentMutation], T)
     ) async throws -> T {
-        let result = try await write { session, own in
-            guard try await Self.highestIndexID(session) == request.indexVersion else { throw own.record(DocumentStoreConflict.indexes) }
-            if let failed = try await Self.firstFailedExpectation(session, request.expectations) {
-                throw own.record(DocumentStoreConflict.document(database: failed.database, path: failed.path))
-            }
-            let current = try await Self.currentDocuments(session, request.database, request.writing)
+        let locks = Self.locks(request)
+        let local = Set(locks.filter(\.exclusive).map(\.key)).sorted()
+        await localLocks.lock(local)
+        defer { localLocks.unlock(local) }
+        let result = try await write(locking: locks) { session, own in
+            let read = try await Self.commitReads(session, request)
+            guard read.indexVersion == request.indexVersion else { throw own.record(DocumentStoreConflict.indexes) }
+            if let failed = read.failedExpectation { throw own.record(DocumentStoreConflict.document(database: failed.database, path: failed.path)) }
             let planned: ([DocumentMutation], T)
-            do { planned = try plan(current) } catch { throw own.record(error) }
+            do { planned = try plan(read.current) } catch { throw own.record(error) }
             try await Self.apply(session, planned.0, request.database, time: request.time)
-            try await Self.recordCommitTime(session, request.time)
             return planned.1
         }
         await pruneNowAndThen()
         return result
     }
 
-    /// The first expectation (in order) whose document has another update time now.
-    static func firstFailedExpectation(_ session: PostgresSession, _ expectations: [DocumentExpectation]) async throws -> DocumentExpectation? {
-        guard !expectations.isEmpty else { return nil }
-        let dbs = expectations.map(\.database)
-        let keys = expectations.map { key($0.path) }
-        let rows = try await session.rows(
-            """
-            SELECT r.n, d.update_us FROM unnest(\(dbs)::text[], \(keys.map(\.parent))::text[], \(keys.map(\.nameKey))::bytea[])
-                WITH ORDINALITY AS r(db, parent, name_key, n)
-            LEFT JOIN firestore_documents AS d ON d.db = r.db AND d.parent = r.parent AND d.name_key = r.name_key
-            ORDER BY r.n
-            """)
-        var found = [Int64?](repeating: nil, count: expectations.count)
-        for row in rows {
-            let (n, update) = try row.decode((Int64, Int64?).self)
-            found[Int(n) - 1] = update
-        }
-        for (i, e) in expectations.enumerated() where found[i].map(Timestamp.init(microseconds:)) != e.updateTime { return e }
-        return nil
+    /// What a commit reads before its plan, in one statement: the index version (the row
+    /// numbered 0), the update time of each expectation's document (rows 1…, by position; NULL:
+    /// missing) and the documents it writes (rows numbered -1).
+    struct CommitReads {
+        var indexVersion = 15
+        var failedExpectation: DocumentExpectation?
+        var current: [Document?] = []
     }
 
-    /// The documents at `paths` as they are in the transaction, in order (nil: missing).
+    static func commitReads(_ session: PostgresSession, _ request: DocumentCommitRequest) async throws -> CommitReads {
+        let expectations = request.expectations
+        let expected = expectations.map { key($0.path) }
+        let writing = request.writing.map(key)
+        let rows = try await session.rows(
+            """
+            SELECT 0::int8, (SELECT coalesce(max(id), 15)::int8 FROM firestore_index_definitions), NULL::text, NULL::bytea, NULL::int8
+            UNION ALL
+            SELECT r.n, d.update_us, NULL, NULL, NULL
+            FROM unnest(\(expectations.map(\.database))::text[], \(expected.map(\.parent))::text[], \(expected.map(\.nameKey))::bytea[])
+                WITH ORDINALITY AS r(db, parent, name_key, n)
+            LEFT JOIN firestore_documents AS d ON d.db = r.db AND d.parent = r.parent AND d.name_key = r.name_key
+            UNION ALL
+            SELECT -1, d.update_us, d.path, d.data, d.create_us FROM firestore_documents AS d
+            WHERE d.db = \(request.database) AND (d.parent, d.name_key) IN (
+                SELECT * FROM unnest(\(writing.map(\.parent))::text[], \(writing.map(\.nameKey))::bytea[]))
+            """)
+        var reads = CommitReads()
+        var updateTimes = [Int64?](repeating: nil, count: expectations.count)
+        var byPath: [String: Document] = [:]
+        for row in rows {
+            let (n, time, path, data, create) = try row.decode((Int64, Int64?, String?, ByteBuffer?, Int64?).self)
+            switch n {
+            case 0: reads.indexVersion = Int(time ?? 15)
+            case -1:
+                if let path, let data, let create, let time {
+                    byPath[path] = try decodeDocument(path: ResourcePath(parsing: path), data: data, create: create, update: time)
+                }
+            default: updateTimes[Int(n) - 1] = time
+            }
+        }
+        reads.failedExpectation = zip(expectations, updateTimes).first { e, time in time.map(Timestamp.init(microseconds:)) != e.updateTime }?.0
+        reads.current = request.writing.map { byPath[$0.text] }
+        return reads
+    }
+
+    /// The documents at `paths` as they are in the caller's transaction, in order (nil: missing).
     static func currentDocuments(_ session: PostgresSession, _ database: String, _ paths: [ResourcePath]) async throws -> [Document?] {
         guard !paths.isEmpty else { return [] }
         let keys = paths.map(key)
@@ -178,11 +257,12 @@ public final class PostgresDocumentStore: DocumentStore {
         return paths.map { byPath[$0.text] }
     }
 
-    /// Stores a commit's mutations at `time`: the documents (or their removal), their index
-    /// entries (the old ones the new ones replace removed, the new ones added) and a history row
-    /// each with the state it replaces — a handful of statements whatever the commit's size.
+    /// Stores a commit's mutations at `time` in one statement whatever the commit's size: the
+    /// index entries the new ones replace removed and the new ones added, the documents stored
+    /// or removed, a history row each with the state it replaces (NULL data: it was missing;
+    /// an existing row for the path and time is kept, as SQLite's `INSERT OR IGNORE`), and the
+    /// commit time. The parts touch disjoint rows (an entry's key ends with its document's name).
     static func apply(_ session: PostgresSession, _ mutations: [DocumentMutation], _ database: String, time: Timestamp) async throws {
-        guard !mutations.isEmpty else { return }
         if Set(mutations.map(\.path)).count < mutations.count {
             // The engine sends one mutation per document; should one come twice, they apply in order.
             for m in mutations { try await apply(session, [m], database, time: time) }
@@ -196,65 +276,59 @@ public final class PostgresDocumentStore: DocumentStore {
             removed += old.subtracting(new)
             added += new.subtracting(old)
         }
-        try await deleteEntries(session, database, removed)
-        try await insertEntries(session, database, added)
-
+        added = lastOfEachKey(added)
         let puts = mutations.compactMap(\.document)
-        if !puts.isEmpty {
-            let keys = puts.map { key($0.path) }
-            try await session.execute(
-                """
-                INSERT INTO firestore_documents (db, parent, name_key, path, collection_id, data, create_us, update_us)
-                SELECT \(database), * FROM unnest(
-                    \(keys.map(\.parent))::text[], \(keys.map(\.nameKey))::bytea[], \(puts.map(\.path.text))::text[],
-                    \(puts.map(\.path.collectionId))::text[], \(puts.map { bytes(ValueCodec.encode($0.fields)) })::bytea[],
-                    \(puts.map(\.createTime.microseconds))::int8[], \(puts.map(\.updateTime.microseconds))::int8[])
-                ON CONFLICT (db, parent, name_key) DO UPDATE SET data = excluded.data, update_us = excluded.update_us
-                """)
-        }
-        let deletes = mutations.filter { $0.document == nil }.map { key($0.path) }
-        if !deletes.isEmpty {
-            try await session.execute(
-                """
-                DELETE FROM firestore_documents WHERE db = \(database) AND (parent, name_key) IN (
-                    SELECT * FROM unnest(\(deletes.map(\.parent))::text[], \(deletes.map(\.nameKey))::bytea[]))
-                """)
-        }
-        // The state each mutation replaces, until the commit time (a missing one as NULL data).
+        let putKeys = puts.map { key($0.path) }
+        let gone = mutations.filter { $0.document == nil }.map { key($0.path) }
         let previous = mutations.map(\.previous)
         try await session.execute(
             """
-            INSERT INTO firestore_history (until_us, db, path, data, create_us, update_us)
-            SELECT \(time.microseconds), \(database), p, CASE WHEN e THEN d END, CASE WHEN e THEN c END, CASE WHEN e THEN u END
-            FROM unnest(
-                \(mutations.map(\.path.text))::text[], \(previous.map { $0 != nil })::bool[],
-                \(previous.map { bytes($0.map { ValueCodec.encode($0.fields) } ?? []) })::bytea[],
-                \(previous.map { $0?.createTime.microseconds ?? 0 })::int8[], \(previous.map { $0?.updateTime.microseconds ?? 0 })::int8[])
-                AS t(p, e, d, c, u)
-            ON CONFLICT DO NOTHING
+            WITH removed AS (
+                DELETE FROM firestore_index_entries WHERE db = \(database) AND (scope, key) IN (
+                    SELECT * FROM unnest(\(removed.map(\.scope))::text[], \(removed.map { bytes($0.key) })::bytea[]))),
+            added AS (
+                INSERT INTO firestore_index_entries (db, scope, key, doc)
+                SELECT \(database), * FROM unnest(\(added.map(\.scope))::text[], \(added.map { bytes($0.key) })::bytea[], \(added.map(\.document))::text[])
+                ON CONFLICT (db, scope, key) DO UPDATE SET doc = excluded.doc),
+            put AS (
+                INSERT INTO firestore_documents (db, parent, name_key, path, collection_id, data, create_us, update_us)
+                SELECT \(database), * FROM unnest(
+                    \(putKeys.map(\.parent))::text[], \(putKeys.map(\.nameKey))::bytea[], \(puts.map(\.path.text))::text[],
+                    \(puts.map(\.path.collectionId))::text[], \(puts.map { bytes(ValueCodec.encode($0.fields)) })::bytea[],
+                    \(puts.map(\.createTime.microseconds))::int8[], \(puts.map(\.updateTime.microseconds))::int8[])
+                ON CONFLICT (db, parent, name_key) DO UPDATE SET data = excluded.data, update_us = excluded.update_us),
+            gone AS (
+                DELETE FROM firestore_documents WHERE db = \(database) AND (parent, name_key) IN (
+                    SELECT * FROM unnest(\(gone.map(\.parent))::text[], \(gone.map(\.nameKey))::bytea[]))),
+            history AS (
+                INSERT INTO firestore_history (until_us, db, path, data, create_us, update_us)
+                SELECT \(time.microseconds), \(database), p, CASE WHEN e THEN d END, CASE WHEN e THEN c END, CASE WHEN e THEN u END
+                FROM unnest(
+                    \(mutations.map(\.path.text))::text[], \(previous.map { $0 != nil })::bool[],
+                    \(previous.map { bytes($0.map { ValueCodec.encode($0.fields) } ?? []) })::bytea[],
+                    \(previous.map { $0?.createTime.microseconds ?? 0 })::int8[], \(previous.map { $0?.updateTime.microseconds ?? 0 })::int8[])
+                    AS t(p, e, d, c, u)
+                ON CONFLICT DO NOTHING)
+            INSERT INTO firestore_commit_times (time_us) VALUES (\(time.microseconds)) ON CONFLICT DO NOTHING
             """)
     }
 
-    static func deleteEntries(_ session: PostgresSession, _ database: String, _ entries: [IndexEntry]) async throws {
-        guard !entries.isEmpty else { return }
-        try await session.execute(
-            """
-            DELETE FROM firestore_index_entries WHERE db = \(database) AND (scope, key) IN (
-                SELECT * FROM unnest(\(entries.map(\.scope))::text[], \(entries.map { bytes($0.key) })::bytea[]))
-            """)
-    }
-
-    /// Adds entries, replacing any with the same scope and key (one statement may not touch a
-    /// row twice, so the last entry of a key wins before it is sent, as with one INSERT OR REPLACE each).
-    static func insertEntries(_ session: PostgresSession, _ database: String, _ entries: [IndexEntry]) async throws {
-        guard !entries.isEmpty else { return }
+    /// One entry per scope and key, the last given (one statement may not touch a row twice;
+    /// as with one INSERT OR REPLACE each).
+    static func lastOfEachKey(_ entries: [IndexEntry]) -> [IndexEntry] {
         struct Key: Hashable {
             let scope: String
             let key: [UInt8]
         }
         var latest: [Key: Int] = [:]
         for (i, e) in entries.enumerated() { latest[Key(scope: e.scope, key: e.key)] = i }
-        let kept = latest.values.sorted().map { entries[$0] }
+        return latest.count == entries.count ? entries : latest.values.sorted().map { entries[$0] }
+    }
+
+    /// Adds entries, replacing any with the same scope and key (createIndex's back-fill).
+    static func insertEntries(_ session: PostgresSession, _ database: String, _ entries: [IndexEntry]) async throws {
+        guard !entries.isEmpty else { return }
+        let kept = lastOfEachKey(entries)
         try await session.execute(
             """
             INSERT INTO firestore_index_entries (db, scope, key, doc)
@@ -264,21 +338,24 @@ public final class PostgresDocumentStore: DocumentStore {
             """)
     }
 
-    /// Every ``pruneInterval`` commits of this process: history rows past the retention, and
-    /// commit times below the highest. Apart from the commit, which has succeeded already, so a
-    /// failure here is only logged.
+    /// Every ``pruneInterval`` commits of this process, ``prune()``: apart from the commit, which
+    /// has succeeded already, so a failure here is only logged.
     func pruneNowAndThen() async {
         let count = commits.add(1, ordering: .relaxed).newValue
         guard count % Self.pruneInterval == 0 else { return }
-        let cutoff = Int64(Date().timeIntervalSince1970 * 1_000_000) - historyRetentionMicros
         do {
-            try await backend.writeCommitted { session in
-                try await session.execute("DELETE FROM firestore_history WHERE until_us < \(cutoff)")
-                try await session.execute(
-                    "DELETE FROM firestore_commit_times WHERE time_us < (SELECT max(time_us) FROM firestore_commit_times)")
-            }
+            try await prune()
         } catch {
             backend.logger.warning("pruning the document history failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Deletes history rows older than the retention, and commit times below the highest.
+    func prune() async throws {
+        let cutoff = Int64(Date().timeIntervalSince1970 * 1_000_000) - historyRetentionMicros
+        try await backend.writeCommitted { session in
+            try await session.execute("DELETE FROM firestore_history WHERE until_us < \(cutoff)")
+            try await session.execute("DELETE FROM firestore_commit_times WHERE time_us < (SELECT max(time_us) FROM firestore_commit_times)")
         }
     }
 
@@ -287,7 +364,9 @@ public final class PostgresDocumentStore: DocumentStore {
     public func createIndex(
         _ proposed: IndexDefinition, entries: @escaping @Sendable (Document, IndexDefinition) -> [IndexEntry]
     ) async throws -> IndexDefinition? {
-        try await write { session, _ in
+        // The index definitions (commits wait) and the database (so clear waits too) exclusively.
+        let locks: [PostgresBackend.AdvisoryLock] = [.init(key: Self.indexesLock, exclusive: true), .init(key: Self.databaseLock(proposed.database), exclusive: true)]
+        return try await write(locking: locks) { session, _ in
             let existing = try await Self.indexDefinitions(session)
             if existing.contains(where: {
                 $0.database == proposed.database && $0.collectionGroup == proposed.collectionGroup && $0.groupScope == proposed.groupScope
@@ -311,7 +390,7 @@ public final class PostgresDocumentStore: DocumentStore {
     }
 
     public func clear(_ database: String, time: Timestamp) async throws {
-        try await write { session, _ in
+        try await write(locking: [.init(key: Self.databaseLock(database), exclusive: true)]) { session, _ in
             try await session.execute("DELETE FROM firestore_documents WHERE db = \(database)")
             try await session.execute("DELETE FROM firestore_index_entries WHERE db = \(database)")
             try await session.execute("DELETE FROM firestore_history WHERE db = \(database)")

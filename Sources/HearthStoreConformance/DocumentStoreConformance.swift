@@ -40,6 +40,7 @@ public enum DocumentStoreConformance {
         Case("countDocuments counts a database's documents up to a limit", countDocuments),
         Case("Concurrent commits that rewrite one document from its current state lose no update (a plan may run again)", concurrentRewrites),
         Case("Of concurrent commits expecting one document's update time, exactly one is applied", concurrentExpectations),
+        Case("Two commits that each expect unchanged the document the other writes never both apply (no write skew)", noWriteSkew),
         Case("Scans over hundreds of rows see each once, in order both ways, and stop at the limit of a selective filter", longScans),
         Case("A snapshot at a past time merges the history into long scans: order, range, filter, limit", longScansAtPastTime),
         Case("createIndex back-fills atomically: a concurrent commit planned before it is either back-filled or refused", createIndexWhileCommitting),
@@ -492,6 +493,33 @@ extension DocumentStoreConformance {
         }
         #expect(winners.count == 1, "exactly one commit passed its expectation")
         if let winner = winners.first { #expect(Self.number(try await stored(store, "c/a")) == Int64(100 + winner)) }
+    }
+
+    static func noWriteSkew(_ store: any DocumentStore) async throws {
+        for round in 0..<10 {
+            let a = "s\(round)/a", b = "s\(round)/b"
+            let t = Int64(10 + 10 * round)
+            try await store.commit(Self.request(t, writing: [a, b])) { _ in ([Self.put(Self.doc(a, 0, at: t)), Self.put(Self.doc(b, 0, at: t))], ()) }
+            let applied = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for (i, (write, expect)) in [(a, b), (b, a)].enumerated() {
+                    group.addTask {
+                        let time = t + 1 + Int64(i)
+                        do {
+                            try await store.commit(Self.request(time, writing: [write], expecting: [(expect, t)])) { current in
+                                ([Self.put(Self.doc(write, 1, at: time, created: t), previous: current[0])], ())
+                            }
+                            return true
+                        } catch is DocumentStoreConflict {
+                            return false
+                        }
+                    }
+                }
+                var applied = 0
+                for try await ok in group where ok { applied += 1 }
+                return applied
+            }
+            #expect(applied == 1, "one of the two saw the other's write and was refused (round \(round))")
+        }
     }
 
     /// 600 documents p/d000…p/d599 (n = i) in one commit at time 10.

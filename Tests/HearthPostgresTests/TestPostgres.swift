@@ -70,6 +70,10 @@ actor TestPostgres {
         settings.database = name
         settings.maximumConnections = 4
         settings.connectionIdleTimeout = .seconds(5)
+        // Scenarios queue dozens of calls on four connections (40 concurrent commits); on a loaded
+        // machine a lease waited longer than the default 5 s. The fault tests, which test the
+        // timeout, set their own.
+        settings.acquireTimeout = .seconds(30)
         return settings
     }
 

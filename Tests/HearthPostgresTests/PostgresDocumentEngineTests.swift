@@ -1,0 +1,93 @@
+import HearthCore
+import HearthDocuments
+import Testing
+
+@testable import HearthPostgres
+
+/// The document engine over ``PostgresDocumentStore``: writes, queries through the built-in
+/// and composite indexes, transactions, reads at a past time, and two engines (two servers)
+/// committing to one database.
+@Suite(.enabled(if: TestPostgres.available, "PostgreSQL is not installed and HEARTH_TEST_POSTGRES_URL is not set"))
+struct PostgresDocumentEngineTests {
+    let database = DatabaseName(project: "demo", database: "(default)")
+
+    static func path(_ text: String) -> ResourcePath { ResourcePath(parsing: text) }
+    static func field(_ text: String) -> FieldPath { try! FieldPath(parsing: text) }
+
+    func names(_ engine: DocumentEngine, _ query: Query, consistency: ReadConsistency = .latest) async throws -> [String] {
+        try await engine.runQuery(database, query, consistency: consistency).documents.map(\.path.text)
+    }
+
+    @Test("Writes, queries, a transaction and a read at a past time through the engine")
+    func engineOverPostgres() async throws {
+        let backend = try await TestPostgres.shared.freshBackend()
+        let engine = try await DocumentEngine(store: PostgresDocumentStore(backend: backend))
+        for (name, age, city) in [("ann", 31, "Oslo"), ("bob", 25, "Rome"), ("cy", 40, "Oslo"), ("dee", 19, "Oslo"), ("eve", 52, "Rome")] {
+            try await engine.commit(database, [.set(Self.path("users/\(name)"), ["age": .integer(Int64(age)), "city": .string(city)])])
+        }
+        try await engine.commit(database, [.set(Self.path("users/ann/posts/p1"), ["age": .integer(1)])])
+        let (ann, _) = try await engine.get(database, Self.path("users/ann"))
+        #expect(ann?.fields["city"] == .string("Oslo"))
+
+        // A range on one field: the built-in index, in order, with a limit.
+        let older = Query(
+            collectionId: "users", filter: .field(Self.field("age"), .greaterThan, .integer(20)), orderBy: [.init(Self.field("age"))], limit: 3)
+        #expect(try await names(engine, older) == ["users/bob", "users/ann", "users/cy"])
+        // Equality and an order on another field: a composite index (created on first use), back-filled.
+        let oslo = Query(
+            collectionId: "users", filter: .field(Self.field("city"), .equal, .string("Oslo")), orderBy: [.init(Self.field("age"), descending: true)])
+        #expect(try await names(engine, oslo) == ["users/cy", "users/ann", "users/dee"])
+        #expect(try await engine.compositeIndexes(database: "(default)").count == 1)
+        // A collection group query, and a kindless one.
+        #expect(try await names(engine, Query(collectionId: "posts", allDescendants: true)) == ["users/ann/posts/p1"])
+        #expect(try await names(engine, Query(parent: Self.path("users/ann"), collectionId: "", allDescendants: true)) == ["users/ann/posts/p1"])
+        #expect(try await engine.listCollectionIds(database, parent: Self.path("users/ann")) == ["posts"])
+
+        // A read-write transaction moves age from one document to another.
+        let before = try await engine.commit(database, [.set(Self.path("users/bob"), ["age": .integer(26), "city": .string("Rome")])])
+        let txn = try engine.beginTransaction(database, readOnly: false)
+        let (bob, _) = try await engine.get(database, Self.path("users/bob"), consistency: .transaction(txn))
+        #expect(bob?.fields["age"] == .integer(26))
+        try await engine.commit(
+            database,
+            [.update(Self.path("users/bob"), ["age": .integer(27)], mask: [Self.field("age")]), .delete(Self.path("users/eve"))],
+            transaction: txn)
+        #expect(try await engine.get(database, Self.path("users/eve")).0 == nil)
+        // The past, from the history: before the transaction, bob was 26 and eve existed.
+        let then = ReadConsistency.readTime(before.commitTime)
+        #expect(try await engine.get(database, Self.path("users/bob"), consistency: then).0?.fields["age"] == .integer(26))
+        let rome = Query(collectionId: "users", filter: .field(Self.field("city"), .equal, .string("Rome")))
+        #expect(try await names(engine, rome, consistency: then) == ["users/bob", "users/eve"])
+        #expect(try await names(engine, rome) == ["users/bob"])
+
+        // A new engine on the database (a restarted server) continues after the stored commit time.
+        let last = try #require(try await PostgresDocumentStore(backend: backend).lastCommitTime())
+        let restarted = try await DocumentEngine(store: PostgresDocumentStore(backend: backend))
+        let next = try await restarted.commit(database, [.set(Self.path("users/fay"), ["age": .integer(3)])])
+        #expect(next.commitTime > last)
+        #expect(try await names(restarted, oslo) == ["users/cy", "users/ann", "users/dee"])
+        try await restarted.clear(database)
+        #expect(try await restarted.countDocuments(database: "(default)", upTo: 10) == 0)
+    }
+
+    @Test("Two engines over one database lose no increment of a shared counter")
+    func twoServersIncrementOneCounter() async throws {
+        let backend = try await TestPostgres.shared.freshBackend()
+        // Each server has its own pool and its own engine (and clock) over the one database.
+        let other = await TestPostgres.shared.start(backend.settings)
+        let engines = [
+            try await DocumentEngine(store: PostgresDocumentStore(backend: backend)),
+            try await DocumentEngine(store: PostgresDocumentStore(backend: other)),
+        ]
+        let counter = Self.path("counters/c")
+        let increment = Write(path: counter, kind: .transform, transforms: [FieldTransform(field: Self.field("n"), operation: .increment(.integer(1)))])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<24 {
+                group.addTask { try await engines[i % 2].commit(database, [increment]) }
+            }
+            try await group.waitForAll()
+        }
+        let stored = try await PostgresDocumentStore(backend: backend).documents("(default)", [counter], at: nil)
+        #expect(stored[0]?.fields["n"] == .integer(24))
+    }
+}
