@@ -145,4 +145,24 @@ struct PostgresAuthStoreTests {
         let late = try await KeyRing(store: stores[0], ring: "auth", policy: policy)
         #expect(late.publishedKeys.map(\.kid) == rings[0].publishedKeys.map(\.kid))
     }
+
+    /// PostgreSQL's text holds no U+0000: lookups by such a key find nothing, and a change set
+    /// that would store one is INVALID_ARGUMENT with nothing applied — not an INTERNAL error.
+    @Test func aNULCharacterIsABadArgumentNotAFailure() async throws {
+        let store = PostgresAuthStore(backend: try await TestPostgres.shared.freshBackend())
+        #expect(try await store.account(uid: "a\u{0}b") == nil)
+        #expect(try await store.account(email: "a\u{0}@example.com") == nil)
+        #expect(try await store.oobCode("c\u{0}") == nil)
+        #expect(try await store.refreshToken(hash: "\u{0}") == nil)
+        let good = Account(uid: "u1", email: "a@example.com", createdAt: 1, validSince: 1)
+        var bad = Account(uid: "u2", createdAt: 1, validSince: 1)
+        bad.displayName = "x\u{0}y"
+        do {
+            try await store.apply(AuthChangeSet(mutations: [.saveAccount(good), .saveAccount(bad)]))
+            Issue.record("a NUL character was stored")
+        } catch let error as HearthError {
+            #expect(error.code == .invalidArgument, "\(error)")
+        }
+        #expect(try await store.account(uid: "u1") == nil)
+    }
 }
