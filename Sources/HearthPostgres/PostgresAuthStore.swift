@@ -172,7 +172,7 @@ public final class PostgresAuthStore: AuthStore {
         guard !changes.isEmpty else { return }
         let outcome: Outcome
         do {
-            outcome = try await apply(changes, backend: backend)
+            outcome = try await transaction(changes)
         } catch where Self.isNULCharacter(error) {
             // Nothing was applied (the transaction rolled back); the request is at fault, not the database.
             throw HearthError(.invalidArgument, "Account fields cannot contain the NUL character (U+0000).", cause: error)
@@ -180,8 +180,8 @@ public final class PostgresAuthStore: AuthStore {
         if case .refused(let conflict) = outcome { throw conflict }
     }
 
-    /// One run of `changes`' transaction.
-    func apply(_ changes: AuthChangeSet, backend: PostgresBackend) async throws -> Outcome {
+    /// `changes` in one SERIALIZABLE transaction (run again by the backend after a serialization failure).
+    func transaction(_ changes: AuthChangeSet) async throws -> Outcome {
         try await backend.write { session -> Outcome in
             let access = Access(session: session)
             for expectation in changes.expectations {
