@@ -70,4 +70,18 @@ import HearthStoreConformance
         await #expect(throws: HearthError.self) { _ = try await KeyRing(store: forged, ring: "auth", policy: policy) }
         #expect(honest.publishedKeys.count == 2)
     }
+
+    /// A server whose clock is behind the one that made the first key still signs (with that
+    /// key, which is published), instead of failing to start.
+    @Test func aServerWithASlowClockSignsWithTheStoredKey() async throws {
+        let store = InMemorySigningKeyStore()
+        let policy = KeyRing.Policy(rotationInterval: 7200)
+        let ahead = TestClock()
+        let behind = TestClock()
+        ahead.advance(seconds: 3)
+        let first = try await KeyRing(store: store, ring: "auth", policy: policy, clock: ahead.clock)
+        let slow = try await KeyRing(store: store, ring: "auth", policy: policy, clock: behind.clock)
+        #expect(slow.publishedKeys.map(\.kid) == first.publishedKeys.map(\.kid))
+        #expect(try slow.activeKey().kid == first.publishedKeys[0].kid)
+    }
 }
