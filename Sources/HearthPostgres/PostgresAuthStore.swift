@@ -23,6 +23,9 @@ import PostgresNIO
 ///    so a refusal resting on a read that a concurrent commit invalidated is retried, not
 ///    reported. Any other error rolls everything back: nothing is applied.
 /// 4. Reads are single statements, each seeing committed data.
+/// 5. PostgreSQL's text cannot hold U+0000 (SQLite's can): a lookup by a key with one finds
+///    nothing, a change set that would store one is INVALID_ARGUMENT (nothing applied) — never
+///    an INTERNAL error.
 public final class PostgresAuthStore: AuthStore {
     let backend: PostgresBackend
 
@@ -34,24 +37,24 @@ public final class PostgresAuthStore: AuthStore {
     // MARK: Reads
 
     public func account(uid: String) async throws -> Account? {
-        try await backend.read { session in try await Access(session: session).account(uid: uid) }
+        try await lookup(absent: nil) { session in try await Access(session: session).account(uid: uid) }
     }
 
     public func account(email: String) async throws -> Account? {
-        try await backend.read { session in
+        try await lookup(absent: nil) { session in
             try await Access.account(session, "SELECT \(unescaped: Access.accountColumns) FROM auth_accounts WHERE email = \(email)")
         }
     }
 
     public func account(phoneNumber: String) async throws -> Account? {
-        try await backend.read { session in
+        try await lookup(absent: nil) { session in
             try await Access.account(
                 session, "SELECT \(unescaped: Access.accountColumns) FROM auth_accounts WHERE phone_number = \(phoneNumber)")
         }
     }
 
     public func account(provider: String, rawID: String) async throws -> Account? {
-        try await backend.read { session in
+        try await lookup(absent: nil) { session in
             try await Access.account(
                 session,
                 """
@@ -63,7 +66,7 @@ public final class PostgresAuthStore: AuthStore {
 
     public func accounts(after uid: String?, limit: Int) async throws -> [Account] {
         let limit = Int64(max(0, limit))
-        return try await backend.read { session in
+        return try await lookup(absent: []) { session in
             let rows: [PostgresRow]
             if let uid {
                 rows = try await session.rows(
@@ -76,7 +79,7 @@ public final class PostgresAuthStore: AuthStore {
     }
 
     public func refreshToken(hash: String) async throws -> RefreshTokenRecord? {
-        try await backend.read { session in
+        try await lookup(absent: nil) { session in
             try await session.rows(
                 "SELECT uid, sign_in_provider, auth_time, extra_claims, created_at FROM auth_refresh_tokens WHERE token_hash = \(hash)"
             ).first.map { row in
@@ -88,7 +91,7 @@ public final class PostgresAuthStore: AuthStore {
     }
 
     public func oobCode(_ code: String) async throws -> OOBCode? {
-        try await backend.read { session in
+        try await lookup(absent: nil) { session in
             try await session.rows("SELECT \(unescaped: Access.oobColumns) FROM auth_oob_codes WHERE code = \(code)").first.map(Access.decodeOOB)
         }
     }
@@ -100,7 +103,7 @@ public final class PostgresAuthStore: AuthStore {
     }
 
     public func phoneCode(sessionInfo: String) async throws -> PhoneVerificationCode? {
-        try await backend.read { session in
+        try await lookup(absent: nil) { session in
             try await session.rows("SELECT \(unescaped: Access.phoneColumns) FROM auth_phone_codes WHERE session_info = \(sessionInfo)")
                 .first.map(Access.decodePhoneCode)
         }
@@ -114,7 +117,7 @@ public final class PostgresAuthStore: AuthStore {
     }
 
     public func serviceAccount(clientEmail: String) async throws -> ServiceAccountRecord? {
-        try await backend.read { session in try await Access(session: session).serviceAccount(clientEmail: clientEmail) }
+        try await lookup(absent: nil) { session in try await Access(session: session).serviceAccount(clientEmail: clientEmail) }
     }
 
     public func serviceAccounts() async throws -> [ServiceAccountRecord] {
@@ -125,7 +128,7 @@ public final class PostgresAuthStore: AuthStore {
     }
 
     public func providerConfig(id: String) async throws -> ProviderConfig? {
-        try await backend.read { session in try await Access(session: session).providerConfig(id: id) }
+        try await lookup(absent: nil) { session in try await Access(session: session).providerConfig(id: id) }
     }
 
     public func providerConfigs() async throws -> [ProviderConfig] {
@@ -137,6 +140,22 @@ public final class PostgresAuthStore: AuthStore {
 
     public func projectSettings() async throws -> AuthProjectSettings {
         try await backend.read { session in try await Access(session: session).projectSettings() }
+    }
+
+    /// PostgreSQL's text holds no NUL character (U+0000; SQLSTATE 22021), which SQLite stores.
+    static func isNULCharacter(_ error: any Error) -> Bool {
+        guard let error = error as? HearthError, let cause = error.cause as? PostgresBackendError else { return false }
+        return cause.reason == .server(sqlState: "22021")
+    }
+
+    /// A read by a key: a key with a NUL character is in no row, so it finds nothing (`absent`)
+    /// rather than failing the request.
+    func lookup<T: Sendable>(absent: T, _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
+        do {
+            return try await backend.read(body)
+        } catch where Self.isNULCharacter(error) {
+            return absent
+        }
     }
 
     // MARK: Apply
@@ -151,7 +170,19 @@ public final class PostgresAuthStore: AuthStore {
 
     public func apply(_ changes: AuthChangeSet) async throws {
         guard !changes.isEmpty else { return }
-        let outcome = try await backend.write { session -> Outcome in
+        let outcome: Outcome
+        do {
+            outcome = try await transaction(changes)
+        } catch where Self.isNULCharacter(error) {
+            // Nothing was applied (the transaction rolled back); the request is at fault, not the database.
+            throw HearthError(.invalidArgument, "Account fields cannot contain the NUL character (U+0000).", cause: error)
+        }
+        if case .refused(let conflict) = outcome { throw conflict }
+    }
+
+    /// `changes` in one SERIALIZABLE transaction (run again by the backend after a serialization failure).
+    func transaction(_ changes: AuthChangeSet) async throws -> Outcome {
+        try await backend.write { session -> Outcome in
             let access = Access(session: session)
             for expectation in changes.expectations {
                 // Nothing is written yet: a failed expectation commits a read-only transaction.
@@ -167,7 +198,6 @@ public final class PostgresAuthStore: AuthStore {
                 return .refused(conflict)
             }
         }
-        if case .refused(let conflict) = outcome { throw conflict }
     }
 
     /// The statements of one transaction (a change set's, or a read's).

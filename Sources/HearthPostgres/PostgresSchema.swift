@@ -183,6 +183,12 @@ public enum PostgresSchema {
                 CREATE TABLE auth_project_settings (
                     id integer PRIMARY KEY CHECK (id = 1), email_enumeration_protection boolean)
                 """,
+                // The key rings every server signs and verifies with (PostgresSigningKeyStore).
+                """
+                CREATE TABLE auth_signing_keys (
+                    ring text COLLATE "C" NOT NULL, kid text NOT NULL, activates_at bigint NOT NULL, private_key_pem text NOT NULL,
+                    PRIMARY KEY (ring, kid), UNIQUE (ring, activates_at))
+                """,
             ]),
     ]
 

@@ -119,4 +119,50 @@ struct PostgresAuthStoreTests {
         #expect(Set(sessions.map(\.account.uid)).count == 1)
         #expect(sessions.filter(\.isNewUser).count == 1)
     }
+
+    @Test func twoServersSignWithTheStoredKeys() async throws {
+        let settings = try await TestPostgres.shared.freshDatabase()
+        try await PostgresSchema.migrate(settings, logger: TestPostgres.logger)
+        let stores = [
+            PostgresSigningKeyStore(backend: await TestPostgres.shared.start(settings)),
+            PostgresSigningKeyStore(backend: await TestPostgres.shared.start(settings)),
+        ]
+        let policy = KeyRing.Policy(rotationInterval: 6 * 3600)
+        // Both start at once on an empty ring: one set of keys comes out, the same for both.
+        let rings = try await withThrowingTaskGroup(of: KeyRing.self) { group in
+            for store in stores { group.addTask { try await KeyRing(store: store, ring: "auth", policy: policy) } }
+            return try await group.reduce(into: [KeyRing]()) { $0.append($1) }
+        }
+        #expect(rings[0].publishedKeys.count == 2)
+        #expect(rings[0].publishedKeys.map(\.kid) == rings[1].publishedKeys.map(\.kid))
+        #expect(try await stores[1].keys(ring: "auth").map(\.kid) == rings[0].publishedKeys.map(\.kid))
+        // A token one server signs, the other verifies.
+        let account = Account(uid: "alice", createdAt: 0, validSince: 0)
+        let token = try TokenService(projectID: "demo-proj", keyRing: rings[0]).mintIDToken(
+            for: account, signInProvider: "password", authTime: AuthClock.system.seconds)
+        #expect(try TokenService(projectID: "demo-proj", keyRing: rings[1]).verifyIDToken(token).uid == "alice")
+        // A third server starting later adopts them.
+        let late = try await KeyRing(store: stores[0], ring: "auth", policy: policy)
+        #expect(late.publishedKeys.map(\.kid) == rings[0].publishedKeys.map(\.kid))
+    }
+
+    /// PostgreSQL's text holds no U+0000: lookups by such a key find nothing, and a change set
+    /// that would store one is INVALID_ARGUMENT with nothing applied — not an INTERNAL error.
+    @Test func aNULCharacterIsABadArgumentNotAFailure() async throws {
+        let store = PostgresAuthStore(backend: try await TestPostgres.shared.freshBackend())
+        #expect(try await store.account(uid: "a\u{0}b") == nil)
+        #expect(try await store.account(email: "a\u{0}@example.com") == nil)
+        #expect(try await store.oobCode("c\u{0}") == nil)
+        #expect(try await store.refreshToken(hash: "\u{0}") == nil)
+        let good = Account(uid: "u1", email: "a@example.com", createdAt: 1, validSince: 1)
+        var bad = Account(uid: "u2", createdAt: 1, validSince: 1)
+        bad.displayName = "x\u{0}y"
+        do {
+            try await store.apply(AuthChangeSet(mutations: [.saveAccount(good), .saveAccount(bad)]))
+            Issue.record("a NUL character was stored")
+        } catch let error as HearthError {
+            #expect(error.code == .invalidArgument, "\(error)")
+        }
+        #expect(try await store.account(uid: "u1") == nil)
+    }
 }

@@ -36,4 +36,9 @@ struct PostgresStoreConformanceTests {
     func auth(_ scenario: AuthStoreConformance.Scenario) async throws {
         try await scenario.run { PostgresAuthStore(backend: try await TestPostgres.shared.freshBackend()) }
     }
+
+    @Test(arguments: SigningKeyStoreConformance.all)
+    func signingKeys(_ scenario: SigningKeyStoreConformance.Case) async throws {
+        try await scenario.run { PostgresSigningKeyStore(backend: try await TestPostgres.shared.freshBackend()) }
+    }
 }

@@ -13,6 +13,13 @@ import Synchronization
 /// 2. A retired key stays published until every token it signed has expired
 ///    (the successor's activation + the longest token lifetime + clock skew).
 /// 3. File names carry the activation time: `<activatesAt>-<kid>.pem` — no separate index to corrupt.
+/// 4. Several servers share one ring through a ``SigningKeyStore`` instead of a directory
+///    (``init(store:ring:policy:clock:)``): the store holds the keys, the schedule is kept by
+///    ``synchronize()`` (a key due is added by whichever server gets there first, the others
+///    adopt it), and signing never generates a key of its own — every server signs with the
+///    stored active key and verifies every stored key. Since the next key is stored a full
+///    rotation interval before it signs, synchronizing every ``synchronizationInterval`` keeps
+///    each server's copy current with time to spare.
 public final class KeyRing: Sendable {
     public struct Policy: Sendable {
         /// How long a key signs before its successor takes over, in seconds.
@@ -49,6 +56,10 @@ public final class KeyRing: Sendable {
 
     public let policy: Policy
     let directory: URL?
+    /// Where the keys live when servers share them (nil: `directory` or memory).
+    let store: (any SigningKeyStore)?
+    /// This ring's name in `store`.
+    let ringName: String
     let clock: AuthClock
     let keys: Mutex<[Key]>
 
@@ -56,6 +67,8 @@ public final class KeyRing: Sendable {
     public init(directory: URL?, policy: Policy = .init(), clock: AuthClock = .system) throws(HearthError) {
         self.policy = policy
         self.directory = directory
+        self.store = nil
+        self.ringName = ""
         self.clock = clock
         var loaded: [Key] = []
         if let directory {
@@ -76,13 +89,98 @@ public final class KeyRing: Sendable {
         try rotate()
     }
 
+    /// A ring kept in `store` under the name `ring` (`"auth"`, `"app-check"`), shared by every
+    /// server over that store: loads it, adding the keys the schedule needs if no server has yet.
+    /// Keep it current with ``runSynchronization(onError:)``.
+    public init(store: any SigningKeyStore, ring: String, policy: Policy = .init(), clock: AuthClock = .system) async throws {
+        self.policy = policy
+        self.directory = nil
+        self.store = store
+        self.ringName = ring
+        self.clock = clock
+        keys = Mutex([])
+        try await synchronize()
+    }
+
+    /// How often a store-backed ring should ``synchronize()``: a quarter of the rotation
+    /// interval, at most a minute (the next key is stored a whole interval before it signs).
+    public var synchronizationInterval: Duration { .seconds(max(1, min(60, policy.rotationInterval / 4))) }
+
+    /// Brings the stored ring up to the schedule and adopts it: adds the key that is due (the
+    /// active one, then the next), unless another server added one first — then its key is
+    /// everyone's — removes the keys whose tokens have all expired, and replaces this process's
+    /// copy by the stored keys. A ring over a directory just rotates.
+    public func synchronize() async throws {
+        guard let store else { return try rotate() }
+        var stored = try await store.keys(ring: ringName)
+        // At most two keys are ever due at once (the active one and the next); the bound only
+        // stops a store that never takes a key from looping.
+        for _ in 0..<4 {
+            let now = clock.seconds
+            let latest = stored.last?.activatesAt
+            let due: Int64
+            if let latest, latest + policy.rotationInterval > now {
+                guard latest <= now else { break }
+                due = latest + policy.rotationInterval
+            } else {
+                due = now
+            }
+            let key = try generate(activatesAt: due)
+            stored = try await store.add(
+                StoredSigningKey(kid: key.kid, activatesAt: due, privateKeyPEM: key.privateKey.pkcs8PEMRepresentation), ring: ringName,
+                ifLatestActivation: latest)
+        }
+        var loaded = try stored.map(Self.decode).sorted { $0.activatesAt < $1.activatesAt }
+        guard !loaded.isEmpty else { throw HearthError(.internal, "The signing key store holds no key for \(ringName).") }
+        let now = clock.seconds
+        var retired: [String] = []
+        while loaded.count > 2, loaded[1].activatesAt <= now, loaded[1].activatesAt + policy.maxTokenLifetime + policy.clockSkew <= now {
+            retired.append(loaded.removeFirst().kid)
+        }
+        if !retired.isEmpty { try await store.remove(kids: retired, ring: ringName) }
+        keys.withLock { $0 = loaded }
+    }
+
+    /// Runs ``synchronize()`` every ``synchronizationInterval`` until the task is cancelled. A
+    /// failed run (the store unreachable) goes to `onError`, and the ring keeps signing with the
+    /// keys it has: the active one and the next cover a whole rotation interval.
+    public func runSynchronization(onError: @Sendable (any Error) -> Void = { _ in }) async {
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: synchronizationInterval)
+            } catch {
+                return
+            }
+            do {
+                try await synchronize()
+            } catch {
+                onError(error)
+            }
+        }
+    }
+
+    /// A stored key as a ring key; its id must be its public key's.
+    static func decode(_ stored: StoredSigningKey) throws(HearthError) -> Key {
+        let key: _RSA.Signing.PrivateKey
+        do {
+            key = try _RSA.Signing.PrivateKey(pemRepresentation: stored.privateKeyPEM)
+        } catch {
+            throw HearthError(.dataLoss, "Unreadable signing key \(stored.kid).", cause: error)
+        }
+        guard keyID(key.publicKey) == stored.kid else { throw HearthError(.dataLoss, "Signing key \(stored.kid) does not match its id.") }
+        return Key(kid: stored.kid, activatesAt: stored.activatesAt, privateKey: key)
+    }
+
     /// A key id: the first 20 bytes of SHA-256 over the public key's DER, in hex (40 characters, like Google's).
     public static func keyID(_ key: _RSA.Signing.PublicKey) -> String {
         SHA256.hash(data: key.derRepresentation).prefix(20).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// Generates, activates and retires keys as the schedule says for the current time.
+    /// Generates, activates and retires keys as the schedule says for the current time. A
+    /// store-backed ring never generates a key here (that would give this server a key of its
+    /// own): ``synchronize()`` keeps its schedule.
     public func rotate() throws(HearthError) {
+        guard store == nil else { return }
         let now = clock.seconds
         let current = keys.withLock { $0 }
         var next = current
@@ -138,7 +236,9 @@ public final class KeyRing: Sendable {
             return k
         }
         try rotate()
-        return keys.withLock { ks in ks.last(where: { $0.activatesAt <= now })! }
+        // A store-backed ring whose first key another server activated by a clock a little
+        // ahead of ours signs with it (it is published) rather than with none.
+        return keys.withLock { ks in ks.last(where: { $0.activatesAt <= now }) ?? ks[0] }
     }
 
     /// The published (not yet expired) key with this id.
