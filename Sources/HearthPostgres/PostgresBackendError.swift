@@ -102,6 +102,11 @@ public struct PostgresBackendError: Error, Sendable, CustomStringConvertible {
                 cause: self)
         case .contention:
             HearthError(.aborted, "Too much contention on the database; retry the request.", cause: self)
+        case .server(sqlState: "22021"):
+            // PostgreSQL's text holds no NUL character (U+0000), which SQLite and the protocols
+            // allow: a value of the request's cannot be stored, so the request is at fault, not the
+            // database (nothing was applied: the transaction rolled back).
+            HearthError(.invalidArgument, "Text values cannot contain the NUL character (U+0000).", cause: self)
         case .server:
             HearthError(.internal, "The database failed a request.", cause: self)
         }

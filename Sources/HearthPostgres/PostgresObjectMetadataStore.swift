@@ -18,7 +18,8 @@ public struct PostgresObjectMetadataStore: ObjectMetadataStore {
     // MARK: Buckets
 
     public func createBucket(_ name: String, created: Timestamp, ifMissing: Bool) async throws -> ObjectStore.Bucket {
-        try await backend.write { session in
+        try StoredObjectFields.refuseNUL(name)
+        return try await backend.write { session in
             if let existing = try await session.value("SELECT created_us FROM storage_buckets WHERE name = \(name)", as: Int64.self) {
                 if ifMissing { return ObjectStore.Bucket(name: name, created: Timestamp(microseconds: existing)) }
                 throw HearthError.bucketExists(name)
@@ -29,7 +30,8 @@ public struct PostgresObjectMetadataStore: ObjectMetadataStore {
     }
 
     public func bucket(_ name: String) async throws -> ObjectStore.Bucket? {
-        try await backend.read { session in
+        if Self.holdsNUL(name) { return nil }
+        return try await backend.read { session in
             try await session.value("SELECT created_us FROM storage_buckets WHERE name = \(name)", as: Int64.self)
                 .map { ObjectStore.Bucket(name: name, created: Timestamp(microseconds: $0)) }
         }
@@ -55,13 +57,17 @@ public struct PostgresObjectMetadataStore: ObjectMetadataStore {
     }
 
     static func requireBucket(_ session: PostgresSession, _ name: String) async throws {
-        guard try await session.exists("SELECT 1 FROM storage_buckets WHERE name = \(name)") else { throw HearthError.noSuchBucket(name) }
+        guard !holdsNUL(name), try await session.exists("SELECT 1 FROM storage_buckets WHERE name = \(name)") else { throw HearthError.noSuchBucket(name) }
     }
 
     // MARK: Objects
 
+    /// A name with U+0000 is in no row (``StoredObjectFields/holdsNUL(_:)``): lookups find nothing.
+    static func holdsNUL(_ text: String) -> Bool { StoredObjectFields.holdsNUL(text) }
+
     public func object(_ bucket: String, _ name: String) async throws -> StorageObject? {
-        try await backend.read { session in try await Self.fetch(session, bucket, name) }
+        if Self.holdsNUL(bucket) || Self.holdsNUL(name) { return nil }
+        return try await backend.read { session in try await Self.fetch(session, bucket, name) }
     }
 
     public func list(_ bucket: String, _ request: ObjectStore.ListRequest) async throws -> ObjectStore.ListResult {
@@ -167,7 +173,7 @@ public struct PostgresObjectMetadataStore: ObjectMetadataStore {
             try await Self.requireBucket(session, bucket)
             var deleted: [String] = []
             var blobIDs: [String] = []
-            for name in names {
+            for name in names where !Self.holdsNUL(name) {
                 let rows = try await session.rows("DELETE FROM storage_objects WHERE bucket = \(bucket) AND name = \(name) RETURNING blob_id")
                 guard let row = rows.first else { continue }
                 deleted.append(name)
@@ -224,7 +230,8 @@ public struct PostgresObjectMetadataStore: ObjectMetadataStore {
     }
 
     public func multipartUpload(_ id: String, bucket: String, key: String) async throws -> ObjectStore.MultipartUpload? {
-        try await backend.read { session in
+        if Self.holdsNUL(id) || Self.holdsNUL(bucket) || Self.holdsNUL(key) { return nil }
+        return try await backend.read { session in
             try await session.rows(
                 "SELECT attributes, created_us FROM storage_multipart WHERE upload_id = \(id) AND bucket = \(bucket) AND name = \(key)"
             ).first.map { row in
@@ -325,7 +332,9 @@ public struct PostgresObjectMetadataStore: ObjectMetadataStore {
     }
 
     static func fetch(_ session: PostgresSession, _ bucket: String, _ name: String) async throws -> StorageObject? {
-        try await session.rows("SELECT \(unescaped: objectColumns) FROM storage_objects WHERE bucket = \(bucket) AND name = \(name)")
+        // A statement that fails aborts the caller's transaction: a name no row can hold is not looked up.
+        if holdsNUL(bucket) || holdsNUL(name) { return nil }
+        return try await session.rows("SELECT \(unescaped: objectColumns) FROM storage_objects WHERE bucket = \(bucket) AND name = \(name)")
             .first.map(decode)
     }
 
@@ -339,6 +348,7 @@ public struct PostgresObjectMetadataStore: ObjectMetadataStore {
     }
 
     static func write(_ session: PostgresSession, _ o: StorageObject) async throws {
+        try StoredObjectFields.refuseNUL(o.bucket, o.name)
         let custom = StoredObjectFields.encodeCustom(o.custom)
         let tokens = StoredObjectFields.encodeTokens(o.downloadTokens)
         let md5 = ByteBuffer(bytes: o.md5)

@@ -86,7 +86,8 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
     // MARK: Buckets
 
     public func createBucket(_ name: String, created: Timestamp, ifMissing: Bool) async throws -> ObjectStore.Bucket {
-        try await writer.write { db in
+        try StoredObjectFields.refuseNUL(name)
+        return try await writer.write { db in
             if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT created_us FROM storage_buckets WHERE name = ?"), arguments: [name]) {
                 if ifMissing { return ObjectStore.Bucket(name: name, created: Timestamp(microseconds: row[0])) }
                 throw HearthError.bucketExists(name)
@@ -97,7 +98,8 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
     }
 
     public func bucket(_ name: String) async throws -> ObjectStore.Bucket? {
-        try await writer.read { db in
+        if StoredObjectFields.holdsNUL(name) { return nil }
+        return try await writer.read { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT created_us FROM storage_buckets WHERE name = ?"), arguments: [name])
                 .map { ObjectStore.Bucket(name: name, created: Timestamp(microseconds: $0[0])) }
         }
@@ -122,7 +124,7 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
     }
 
     static func requireBucket(_ db: Database, _ name: String) throws {
-        guard try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_buckets WHERE name = ?"), arguments: [name]) != nil else {
+        guard !StoredObjectFields.holdsNUL(name), try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM storage_buckets WHERE name = ?"), arguments: [name]) != nil else {
             throw HearthError.noSuchBucket(name)
         }
     }
@@ -213,7 +215,7 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
             var blobIDs: [String] = []
             let select = try db.cachedStatement(sql: "SELECT blob_id FROM storage_objects WHERE bucket = ? AND name = ?")
             let delete = try db.cachedStatement(sql: "DELETE FROM storage_objects WHERE bucket = ? AND name = ?")
-            for name in names {
+            for name in names where !StoredObjectFields.holdsNUL(name) {
                 guard let blobID = try String.fetchOne(select, arguments: [bucket, name]) else { continue }
                 try delete.execute(arguments: [bucket, name])
                 deleted.append(name)
@@ -244,6 +246,7 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
 
     public func createMultipartUpload(_ upload: ObjectStore.MultipartUpload) async throws {
         let encoded = StoredObjectFields.encodeAttributes(upload.attributes)
+        try StoredObjectFields.refuseNUL(upload.id, upload.key)
         try await writer.write { db in
             try Self.requireBucket(db, upload.bucket)
             try db.execute(
@@ -253,7 +256,8 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
     }
 
     public func multipartUpload(_ id: String, bucket: String, key: String) async throws -> ObjectStore.MultipartUpload? {
-        try await writer.read { db in
+        if StoredObjectFields.holdsNUL(id) || StoredObjectFields.holdsNUL(bucket) || StoredObjectFields.holdsNUL(key) { return nil }
+        return try await writer.read { db in
             try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT attributes, created_us FROM storage_multipart WHERE upload_id = ? AND bucket = ? AND name = ?"),
                 arguments: [id, bucket, key]
@@ -349,7 +353,8 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
     // MARK: Rows
 
     static func fetch(_ db: Database, _ bucket: String, _ name: String) throws -> StorageObject? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(objectColumns) FROM storage_objects WHERE bucket = ? AND name = ?"), arguments: [bucket, name])
+        if StoredObjectFields.holdsNUL(bucket) || StoredObjectFields.holdsNUL(name) { return nil }
+        return try Row.fetchOne(db.cachedStatement(sql: "SELECT \(objectColumns) FROM storage_objects WHERE bucket = ? AND name = ?"), arguments: [bucket, name])
             .map(decode)
     }
 
@@ -362,6 +367,7 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
     }
 
     static func write(_ db: Database, _ o: StorageObject) throws {
+        try StoredObjectFields.refuseNUL(o.bucket, o.name)
         let custom = StoredObjectFields.encodeCustom(o.custom)
         let tokens = StoredObjectFields.encodeTokens(o.downloadTokens)
         try db.execute(

@@ -18,6 +18,7 @@ public enum ObjectMetadataStoreConformance {
         Case(name: "multipartPartsAreReplacedByNumberAndHoldTheirBlobs", body: multipartPartsAreReplacedByNumberAndHoldTheirBlobs),
         Case(name: "accessKeysRoundTripAndRevoke", body: accessKeysRoundTripAndRevoke),
         Case(name: "listingMatchesABruteForceModel", body: listingMatchesABruteForceModel),
+        Case(name: "namesWithANULCharacterFindNothingAndNeverFail", body: namesWithANULCharacterFindNothingAndNeverFail),
     ]
 
     /// Every scenario in turn, each on a fresh store.
@@ -43,6 +44,29 @@ public enum ObjectMetadataStoreConformance {
             bucket: bucket, name: name, generation: generation, metageneration: 1, size: 3, contentType: "text/plain",
             md5: Array(repeating: 7, count: 16), crc32c: 0xDEAD_BEEF, etag: "etag-\(blob)", created: time(generation), updated: time(generation),
             cacheControl: "no-cache", custom: custom, downloadTokens: ["t1"], blobID: blob)
+    }
+
+    /// A name holding U+0000 (which S3 keys and GCS names may carry on the wire, and PostgreSQL's
+    /// text cannot hold) is looked up like any missing name: nothing found, nothing deleted, no
+    /// server error — inside a write too (a failed statement must not spoil its transaction).
+    /// Storing one may be refused (INVALID_ARGUMENT), never answered INTERNAL.
+    static func namesWithANULCharacterFindNothingAndNeverFail(_ make: MakeStore) async throws {
+        let store = try await make()
+        _ = try await store.createBucket("b", created: time(1), ifMissing: false)
+        _ = try await store.putObject(row("b", "ab", blob: "blob-1"), preconditions: .none)
+        #expect(try await store.object("b", "a\u{0}b") == nil)
+        #expect(try await store.bucket("b\u{0}") == nil)
+        await expectError(.notFound) { try await store.deleteObject("b", "a\u{0}b", preconditions: .none) }
+        let many = try await store.deleteObjects("b", ["a\u{0}b", "ab"])
+        #expect(many.deleted == ["ab"])
+        #expect(try await store.multipartUpload("u", bucket: "b", key: "k\u{0}") == nil)
+        do {
+            _ = try await store.putObject(row("b", "n\u{0}ul", blob: "blob-2"), preconditions: .none)
+            #expect(try await store.object("b", "n\u{0}ul")?.blobID == "blob-2", "a backend that stores it finds it again")
+        } catch let error as HearthError {
+            #expect(error.code == .invalidArgument, "\(error)")
+        }
+        #expect(try await store.object("b", "ab") == nil)
     }
 
     static func bucketsAreCreatedOnceListedInByteOrderAndDeletedOnlyWhenEmpty(_ make: MakeStore) async throws {

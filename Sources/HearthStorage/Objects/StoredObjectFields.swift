@@ -5,6 +5,19 @@ import HearthCore
 /// PostgreSQL), so a row reads the same from either store (and a copy between them is a plain
 /// column copy).
 package enum StoredObjectFields {
+    /// Whether a name holds U+0000. S3 keys and GCS names may carry one on the wire, but neither
+    /// backend can store it faithfully (PostgreSQL's text refuses it; SQLite's C-string binding
+    /// would cut the name at it, aliasing "a\0b" with "a"). So a name with one is in no row: a
+    /// lookup by it finds nothing, and storing one is refused (``refuseNUL(_:)``).
+    package static func holdsNUL(_ text: String) -> Bool { text.utf8.contains(0) }
+
+    /// INVALID_ARGUMENT if any of `names` holds U+0000 (see ``holdsNUL(_:)``).
+    package static func refuseNUL(_ names: String...) throws {
+        if names.contains(where: holdsNUL) {
+            throw HearthError(.invalidArgument, "Bucket and object names cannot contain the NUL character (U+0000).")
+        }
+    }
+
     package static func encodeCustom(_ custom: [String: String]) -> String {
         JSON.object(custom.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }).serialized()
     }
