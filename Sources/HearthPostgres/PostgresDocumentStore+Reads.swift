@@ -347,10 +347,23 @@ struct EntryCursor {
         guard !done else { return nil }
         // Every fragment below is a constant of this type; values are bound.
         var sql = BoundSQL()
-        sql.text = "SELECT key, doc FROM firestore_index_entries WHERE db = " + sql.bind(database) + " AND scope = " + sql.bind(scope)
-        sql.range(range, column: "key")
-        if let last { sql.text += (reverse ? " AND key < " : " AND key > ") + sql.bind(last) }
-        sql.text += " ORDER BY key" + (reverse ? " DESC" : "") + " LIMIT " + sql.bind(Int64(pageSize))
+        // Each condition on `key` comes with the one it implies on `ikey`, which the index holds.
+        let scopeParameter = sql.bind(scope)
+        sql.text = "SELECT key, doc FROM firestore_index_entries WHERE db = " + sql.bind(database)
+        sql.text += " AND scope_hash = decode(md5(" + scopeParameter + "), 'hex') AND scope = " + scopeParameter
+        if let lower = range.lower {
+            sql.text += " AND ikey >= " + sql.bind(PostgresDocumentStore.indexedKey(lower)) + " AND key >= " + sql.bind(ByteBuffer(bytes: lower))
+        }
+        if let upper = range.upper {
+            sql.text += " AND ikey <= " + sql.bind(PostgresDocumentStore.indexedKey(upper)) + " AND key < " + sql.bind(ByteBuffer(bytes: upper))
+        }
+        if let last {
+            let lastBytes = Array(last.readableBytesView)
+            sql.text += (reverse ? " AND ikey <= " : " AND ikey >= ") + sql.bind(PostgresDocumentStore.indexedKey(lastBytes))
+            sql.text += (reverse ? " AND key < " : " AND key > ") + sql.bind(last)
+        }
+        let descending = reverse ? " DESC" : ""
+        sql.text += " ORDER BY ikey" + descending + ", key" + descending + " LIMIT " + sql.bind(Int64(pageSize))
         let rows = try await session.rows(sql.query)
         if rows.count < pageSize { done = true }
         guard !rows.isEmpty else { return nil }

@@ -50,6 +50,14 @@ public final class PostgresDocumentStore: DocumentStore {
 
     static func bytes(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
 
+    /// How many of an index entry key's first bytes its indexed column `ikey` holds (migration 4
+    /// and the removal in ``apply(_:_:_:time:)`` say 1024 too).
+    static let indexedKeyLength = 1024
+
+    /// `key`'s first ``indexedKeyLength`` bytes: its `ikey`. Truncation keeps order loosely
+    /// (`a <= b` gives `ikey(a) <= ikey(b)`), so a condition on the key also bounds `ikey`.
+    static func indexedKey(_ key: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: key.prefix(indexedKeyLength)) }
+
     /// A document path's key columns: its parent collection and its name key.
     static func key(_ path: ResourcePath) -> (parent: String, nameKey: ByteBuffer) {
         (path.parent.text, bytes(IndexKey.encodePath(path)))
@@ -284,12 +292,13 @@ public final class PostgresDocumentStore: DocumentStore {
         try await session.execute(
             """
             WITH removed AS (
-                DELETE FROM firestore_index_entries WHERE db = \(database) AND (scope, key) IN (
-                    SELECT * FROM unnest(\(removed.map(\.scope))::text[], \(removed.map { bytes($0.key) })::bytea[]))),
+                DELETE FROM firestore_index_entries WHERE db = \(database) AND (scope_hash, ikey, key_hash, scope, key) IN (
+                    SELECT decode(md5(s), 'hex'), substring(k FROM 1 FOR 1024), sha256(k), s, k
+                    FROM unnest(\(removed.map(\.scope))::text[], \(removed.map { bytes($0.key) })::bytea[]) AS t(s, k))),
             added AS (
                 INSERT INTO firestore_index_entries (db, scope, key, doc)
                 SELECT \(database), * FROM unnest(\(added.map(\.scope))::text[], \(added.map { bytes($0.key) })::bytea[], \(added.map(\.document))::text[])
-                ON CONFLICT (db, scope, key) DO UPDATE SET doc = excluded.doc),
+                ON CONFLICT (db, scope_hash, ikey, key_hash) DO UPDATE SET doc = excluded.doc),
             put AS (
                 INSERT INTO firestore_documents (db, parent, name_key, path, collection_id, data, create_us, update_us)
                 SELECT \(database), * FROM unnest(
@@ -334,7 +343,7 @@ public final class PostgresDocumentStore: DocumentStore {
             INSERT INTO firestore_index_entries (db, scope, key, doc)
             SELECT \(database), * FROM unnest(
                 \(kept.map(\.scope))::text[], \(kept.map { bytes($0.key) })::bytea[], \(kept.map(\.document))::text[])
-            ON CONFLICT (db, scope, key) DO UPDATE SET doc = excluded.doc
+            ON CONFLICT (db, scope_hash, ikey, key_hash) DO UPDATE SET doc = excluded.doc
             """)
     }
 

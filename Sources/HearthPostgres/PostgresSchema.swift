@@ -112,10 +112,17 @@ public enum PostgresSchema {
                     create_us bigint NOT NULL, update_us bigint NOT NULL, PRIMARY KEY (db, parent, name_key))
                 """,
                 "CREATE INDEX firestore_documents_by_group ON firestore_documents (db, collection_id, name_key)",
+                // Entries' keys and scopes can be far longer than a B-tree row allows (about 2.7 KB:
+                // a 1 MiB document's strings, 6 KiB document names), so the primary key holds the
+                // scope's MD5, the key's first 1024 bytes (`ikey`, which orders like the key: the
+                // scans order by `ikey, key`) and the key's SHA-256 (with `ikey`: one row per key).
                 """
                 CREATE TABLE firestore_index_entries (
                     db text COLLATE "C" NOT NULL, scope text COLLATE "C" NOT NULL, key bytea NOT NULL, doc text COLLATE "C" NOT NULL,
-                    PRIMARY KEY (db, scope, key))
+                    scope_hash bytea GENERATED ALWAYS AS (decode(md5(scope), 'hex')) STORED,
+                    ikey bytea GENERATED ALWAYS AS (substring(key FROM 1 FOR 1024)) STORED,
+                    key_hash bytea GENERATED ALWAYS AS (sha256(key)) STORED,
+                    PRIMARY KEY (db, scope_hash, ikey, key_hash))
                 """,
                 // The state each write replaced, until the commit time (NULL data: the document was missing).
                 """

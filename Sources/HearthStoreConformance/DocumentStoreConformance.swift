@@ -44,6 +44,7 @@ public enum DocumentStoreConformance {
         Case("Scans over hundreds of rows see each once, in order both ways, and stop at the limit of a selective filter", longScans),
         Case("A snapshot at a past time merges the history into long scans: order, range, filter, limit", longScansAtPastTime),
         Case("createIndex back-fills atomically: a concurrent commit planned before it is either back-filled or refused", createIndexWhileCommitting),
+        Case("Index keys of 3 KB to 600 KB sharing long prefixes with short ones scan in byte order both ways, by range, past a page, and are replaced", longIndexKeys),
     ]
 
     /// Runs every scenario, each on a store `make` creates fresh.
@@ -630,6 +631,68 @@ extension DocumentStoreConformance {
         #expect(stored.count == 44 - refused.count.withLock { $0 }, "a refused commit stored nothing")
         let indexed = try await scan(store, DocumentScan(.index(scope: IndexScope.collection(path("g")).key), range: .prefix([0, 0, 0, 16])))
         #expect(indexed.count == stored.count && Set(indexed) == Set(stored), "every stored document of the group is in the new index")
+    }
+}
+
+extension DocumentStoreConformance {
+    /// The string of document `i` of ``longIndexKeys``: most are 3–9 KB of "x" and a tail, many
+    /// alike in their first kilobytes; every fifth is short (a prefix of the long ones); two are 600 KB.
+    static func longString(_ i: Int) -> String {
+        if i == 7 { return String(repeating: "x", count: 600_000) + "a" }
+        if i == 8 { return String(repeating: "x", count: 599_999) + "b" }
+        if i % 5 == 0 { return String(repeating: "x", count: i % 11) }
+        let tails = ["", "a", "b", "x", "\u{7F}", "é"]
+        return String(repeating: "x", count: 3000 + (i % 13) * 500) + tails[i % tails.count] + (i % 3 == 0 ? "" : String(i))
+    }
+
+    static func longIndexKeys(_ store: any DocumentStore) async throws {
+        let docs = (0..<300).map { i in
+            Document(
+                path: path("k/d" + String(1000 + i).dropFirst()), fields: ["s": .string(longString(i))],
+                createTime: Timestamp(microseconds: 10), updateTime: Timestamp(microseconds: 10))
+        }
+        try await store.commit(Self.request(10, writing: docs.map(\.path.text))) { _ in (docs.map { Self.put($0) }, ()) }
+
+        let byS = IndexEntries.singleFieldPrefix(IndexDefinition.singleFieldAscending, field("s"))
+        let source = DocumentScanSource.index(scope: IndexScope.collection(path("k")).key)
+        /// The documents' entries in the index on s, in byte order of their keys: what a scan must return.
+        func sortedEntries(_ docs: [Document]) -> [IndexEntry] {
+            docs.flatMap { IndexEntries.all($0, []) }.filter { $0.key.starts(with: byS) }
+                .sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        }
+        var entries = sortedEntries(docs)
+        #expect(entries.count == 300 && entries.filter { $0.key.count > 3000 }.count > 200 && entries.contains { $0.key.count > 600_000 })
+        var expected = entries.map(\.document)
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byS))) == expected, "byte order across pages")
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byS), reverse: true)) == expected.reversed())
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byS), limit: 7)) == Array(expected.prefix(7)))
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byS), reverse: true, limit: 7)) == Array(expected.suffix(7).reversed()))
+        // Ranges bounded by long keys (the upper bound is excluded).
+        for (lo, hi) in [(40, 290), (1, 299), (120, 121), (200, 200)] {
+            let range = KeyRange(lower: entries[lo].key, upper: entries[hi].key)
+            #expect(try await scan(store, DocumentScan(source, range: range)) == Array(expected[lo..<hi]), "\(lo)..<\(hi)")
+            #expect(try await scan(store, DocumentScan(source, range: range, reverse: true)) == Array(expected[lo..<hi].reversed()), "\(lo)..<\(hi) reversed")
+            #expect(try await scan(store, DocumentScan(source, range: range, reverse: true, limit: 3)) == Array(expected[lo..<hi].suffix(3).reversed()))
+        }
+        let everyThird: @Sendable (Document) -> Bool = { d in d.path.text.hasSuffix("0") || d.path.text.hasSuffix("3") || d.path.text.hasSuffix("6") }
+        let kept = expected.filter { $0.hasSuffix("0") || $0.hasSuffix("3") || $0.hasSuffix("6") }
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byS), limit: 90, filter: everyThird)) == Array(kept.prefix(90)))
+
+        // Replacing long values removes their old entries (by exact key) and adds the new ones.
+        var replaced = docs
+        for i in [7, 8, 21, 22, 35] {
+            replaced[i].fields = ["s": .string(longString(i) + "z")]
+            replaced[i].updateTime = Timestamp(microseconds: 11)
+        }
+        replaced[8].fields = ["s": .string(longString(101))]
+        let changed = [7, 8, 21, 22, 35]
+        let mutations = changed.map { Self.put(replaced[$0], previous: docs[$0]) }
+        try await store.commit(Self.request(11, writing: changed.map { docs[$0].path.text })) { _ in (mutations, ()) }
+        entries = sortedEntries(replaced)
+        expected = entries.map(\.document)
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byS))) == expected, "no entry of the old values is left")
+        #expect(try await scan(store, DocumentScan(source, range: .prefix(byS), reverse: true)) == expected.reversed())
+        #expect(try await stored(store, docs[7].path.text) == replaced[7])
     }
 }
 

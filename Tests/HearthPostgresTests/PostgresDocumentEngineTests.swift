@@ -70,6 +70,24 @@ struct PostgresDocumentEngineTests {
         #expect(try await restarted.countDocuments(database: "(default)", upTo: 10) == 0)
     }
 
+    @Test("A document near 1 MiB of two long strings is stored, indexed, queried and rewritten (its index keys outgrow a B-tree row)")
+    func documentOfLongStrings() async throws {
+        let backend = try await TestPostgres.shared.freshBackend()
+        let engine = try await DocumentEngine(store: PostgresDocumentStore(backend: backend))
+        let a = String(repeating: "a", count: 500_000)
+        let b = String(repeating: "b", count: 500_000)
+        try await engine.commit(database, [.set(Self.path("big/one"), ["a": .string(a), "b": .string(b)])])
+        try await engine.commit(database, [.set(Self.path("big/two"), ["a": .string(a + "z"), "b": .string("short")])])
+        let equal = Query(collectionId: "big", filter: .field(Self.field("a"), .equal, .string(a)))
+        #expect(try await names(engine, equal) == ["big/one"])
+        let byA = Query(collectionId: "big", orderBy: [.init(Self.field("a"), descending: true)])
+        #expect(try await names(engine, byA) == ["big/two", "big/one"])
+        // Rewriting it removes its old entries: the old value no longer finds it.
+        try await engine.commit(database, [.set(Self.path("big/one"), ["a": .string(b), "b": .string(a)])])
+        #expect(try await names(engine, equal).isEmpty)
+        #expect(try await names(engine, byA) == ["big/one", "big/two"])
+    }
+
     @Test("Two engines over one database lose no increment of a shared counter")
     func twoServersIncrementOneCounter() async throws {
         let backend = try await TestPostgres.shared.freshBackend()
