@@ -131,42 +131,9 @@ extension PostgresDocumentStoreTests {
         let store = PostgresDocumentStore(backend: await TestPostgres.shared.start(settings))
         let (first, stored) = Self.put(1, at: 10, previous: nil)
         try await store.commit(Self.request(10, ["c/a"])) { _ in ([first], ()) }
-        let logger = TestPostgres.logger
-        try await TestPostgres.withConnection(settings) { admin in
-            _ = try await admin.query(
-                "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(60); RETURN NULL; END $$",
-                logger: logger
-            ).collect()
-            _ = try await admin.query(
-                """
-                CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON firestore_commit_times
-                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()
-                """, logger: logger
-            ).collect()
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    do {
-                        try await store.commit(Self.request(20, ["c/a"])) { current in ([Self.put(2, at: 20, previous: current[0]).0], ()) }
-                        Issue.record("a commit whose COMMIT was cut off was reported as done")
-                    } catch let error as HearthError {
-                        #expect(error.code == .unavailable, "\(error)")
-                    }
-                }
-                var terminated = 0
-                let deadline = ContinuousClock.now + .seconds(30)
-                while terminated == 0 && ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(100))
-                    terminated = try await admin.query(
-                        """
-                        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                        WHERE datname = current_database() AND state = 'active' AND query = 'COMMIT' AND pid <> pg_backend_pid()
-                        """, logger: logger
-                    ).collect().count
-                }
-                #expect(terminated == 1, "the commit reached its COMMIT")
-                try await group.waitForAll()
-            }
-            _ = try await admin.query("DROP TRIGGER slow_commit ON firestore_commit_times", logger: logger).collect()
+        try await TestPostgres.cutOffDuringCommit(settings, trigger: "AFTER INSERT ON firestore_commit_times") {
+            try await store.commit(Self.request(20, ["c/a"])) { current in ([Self.put(2, at: 20, previous: current[0]).0], ()) }
+            return "()"
         }
         #expect(try await store.documents("(default)", [ResourcePath(parsing: "c/a")], at: nil) == [stored], "the cut-off commit left nothing")
         #expect(try await store.lastCommitTime() == Timestamp(microseconds: 10))

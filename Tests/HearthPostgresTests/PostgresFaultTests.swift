@@ -152,43 +152,8 @@ struct PostgresFaultTests {
         try await PostgresSchema.migrate(settings, logger: TestPostgres.logger)
         let store = PostgresDatabaseTreeStore(backend: await TestPostgres.shared.start(settings))
         #expect(try await store.apply(Self.commit(0, "1")) == 1)
-        let logger = TestPostgres.logger
-        try await TestPostgres.withConnection(settings) { admin in
-            // Test-only: every commit that touched a namespace row sleeps inside COMMIT.
-            _ = try await admin.query(
-                "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(60); RETURN NULL; END $$",
-                logger: logger
-            ).collect()
-            _ = try await admin.query(
-                """
-                CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT OR UPDATE ON rtdb_namespaces
-                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()
-                """, logger: logger
-            ).collect()
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    do {
-                        let revision = try await store.apply(Self.commit(1, "2"))
-                        Issue.record("a write whose COMMIT was cut off returned \(String(describing: revision))")
-                    } catch let error as HearthError {
-                        #expect(error.code == .unavailable, "\(error)")
-                    }
-                }
-                var terminated = 0
-                let deadline = ContinuousClock.now + .seconds(30)
-                while terminated == 0 && ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(100))
-                    terminated = try await admin.query(
-                        """
-                        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                        WHERE datname = current_database() AND state = 'active' AND query = 'COMMIT' AND pid <> pg_backend_pid()
-                        """, logger: logger
-                    ).collect().count
-                }
-                #expect(terminated == 1, "the write reached its COMMIT")
-                try await group.waitForAll()
-            }
-            _ = try await admin.query("DROP TRIGGER slow_commit ON rtdb_namespaces", logger: logger).collect()
+        try await TestPostgres.cutOffDuringCommit(settings, trigger: "AFTER INSERT OR UPDATE ON rtdb_namespaces") {
+            String(describing: try await store.apply(Self.commit(1, "2")))
         }
         let tree = try await store.subtree(namespace: "ns", at: .root)
         #expect(tree.revision == 1 && tree.leaves == [DatabaseLeaf(path: DatabasePath(["a"]), value: "1")], "the cut-off commit left nothing")

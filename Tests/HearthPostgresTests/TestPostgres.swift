@@ -92,6 +92,53 @@ actor TestPostgres {
     }
 
     /// One direct connection to `settings` for `body`.
+    /// Ends the connection while PostgreSQL runs a write's COMMIT and expects the write to fail
+    /// UNAVAILABLE, never to succeed. A deferred constraint trigger (`trigger`, e.g.
+    /// "AFTER INSERT ON t") holds every such commit inside COMMIT, sleeping; this backend is then
+    /// terminated. `write` returns a description of what it got, recorded if it succeeds.
+    static func cutOffDuringCommit(
+        _ settings: PostgresSettings, trigger: String, _ write: @escaping @Sendable () async throws -> String
+    ) async throws {
+        let logger = Self.logger
+        let table = trigger.components(separatedBy: " ").last ?? ""
+        try await withConnection(settings) { admin in
+            // Test-only: every commit the trigger fires for sleeps inside COMMIT.
+            _ = try await admin.query(
+                "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(60); RETURN NULL; END $$",
+                logger: logger
+            ).collect()
+            _ = try await admin.query(
+                PostgresQuery(
+                    unsafeSQL: "CREATE CONSTRAINT TRIGGER slow_commit \(trigger) DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()"),
+                logger: logger
+            ).collect()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        let result = try await write()
+                        Issue.record("a write whose COMMIT was cut off returned \(result)")
+                    } catch let error as HearthError {
+                        #expect(error.code == .unavailable, "\(error)")
+                    }
+                }
+                var terminated = 0
+                let deadline = ContinuousClock.now + .seconds(30)
+                while terminated == 0 && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(100))
+                    terminated = try await admin.query(
+                        """
+                        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                        WHERE datname = current_database() AND state = 'active' AND query = 'COMMIT' AND pid <> pg_backend_pid()
+                        """, logger: logger
+                    ).collect().count
+                }
+                #expect(terminated == 1, "the write reached its COMMIT")
+                try await group.waitForAll()
+            }
+            _ = try await admin.query(PostgresQuery(unsafeSQL: "DROP TRIGGER slow_commit ON \(table)"), logger: logger).collect()
+        }
+    }
+
     static func withConnection<Result: Sendable>(
         _ settings: PostgresSettings, _ body: @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
