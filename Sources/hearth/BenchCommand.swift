@@ -38,6 +38,9 @@ struct BenchCommand: AsyncParsableCommand {
             sdk (not in the default set: the Swift client SDK over gRPC — listener latency from another app's write next to \
             Python's google-cloud-firestore in the same run (--python), the first snapshot from a 10k-document cache next to \
             the same listener without a cache, 1,000 writes queued offline drained next to Python writing them one at a time). \
+            engine-postgres (not in the default set: the document engine's commits, hot-document increments and point reads on \
+            PostgreSQL next to the same on SQLite in the same run; the database from HEARTH_BENCH_POSTGRES_URL, e.g. \
+            postgres://postgres@127.0.0.1:5432/postgres; its tables are created by the schema migrations). \
             Clients run in this process against an in-process server on 127.0.0.1, except wrk, the sdk phase's Python baseline and, with --database-target, the database fan-out.
             """
     )
