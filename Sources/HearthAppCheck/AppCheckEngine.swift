@@ -15,7 +15,11 @@ public struct AppCheckEngine: Sendable {
     public let keyRing: KeyRing
     public let store: any AppCheckStore
     /// Service accounts whose custom tokens `exchangeCustomToken` accepts.
-    public let customTokenSigners: [CustomTokenSigner]
+    /// The service accounts whose custom tokens `exchangeCustomToken` accepts, as of now.
+    public var customTokenSigners: [CustomTokenSigner] { signerSource?() ?? signers }
+    let signers: [CustomTokenSigner]
+    /// Where the signers are read at each exchange, when they change while serving (Auth's).
+    let signerSource: (@Sendable () -> [CustomTokenSigner])?
     /// Lifetime of tokens from exchanges that do not ask for one.
     public let tokenTTL: Int64
     let clock: AuthClock
@@ -31,13 +35,14 @@ public struct AppCheckEngine: Sendable {
 
     public init(
         projectID: String, projectNumber: String? = nil, keyRing: KeyRing, store: any AppCheckStore, customTokenSigners: [CustomTokenSigner] = [],
-        tokenTTL: Int64 = 3600, clock: AuthClock = .system
+        customTokenSignerSource: (@Sendable () -> [CustomTokenSigner])? = nil, tokenTTL: Int64 = 3600, clock: AuthClock = .system
     ) {
         self.projectID = projectID
         self.projectNumber = projectNumber ?? Self.derivedProjectNumber(projectID)
         self.keyRing = keyRing
         self.store = store
-        self.customTokenSigners = customTokenSigners
+        self.signers = customTokenSigners
+        self.signerSource = customTokenSignerSource
         self.tokenTTL = tokenTTL
         self.clock = clock
     }

@@ -30,11 +30,14 @@ package struct Bench: Sendable {
     var python: String
     /// The sdk phase's listener-latency clients, run alone in this process against this Firestore port.
     var sdkClient: Int?
+    /// The replicas phase's server counts over PostgreSQL, and its wrk connections.
+    var replicas: [Int]
+    var connections: Int
 
     package init(
         clients: Int, duration: Double, small: Int, large: Int, phases: String, importDocuments: Int, importBaseline: Int,
         grpcConnections: Int, dataDir: String?, databaseTarget: String?, serveBroadcast: Int?, python: String = "python3",
-        sdkClient: Int? = nil
+        sdkClient: Int? = nil, replicas: [Int] = [1, 2, 3], connections: Int = 16
     ) {
         self.clients = clients
         self.duration = duration
@@ -49,6 +52,8 @@ package struct Bench: Sendable {
         self.serveBroadcast = serveBroadcast
         self.python = python
         self.sdkClient = sdkClient
+        self.replicas = replicas
+        self.connections = connections
     }
 
     package func run() async throws {
@@ -106,6 +111,9 @@ package struct Bench: Sendable {
         }
         if selected.contains(PostgresBench.phase) {
             try await PostgresBench(directory: dir + "/postgres-bench", clients: clients, duration: duration, logger: logger).run()
+        }
+        if selected.contains(ReplicaBench.phase) {
+            try await ReplicaBench(replicas: replicas, connections: connections, duration: duration, scratch: dir + "/replicas").run()
         }
         if !selected.isDisjoint(with: AuthBench.phases) {
             try await AuthBench(directory: dir + "/auth", clients: clients, duration: duration).run(selected)

@@ -54,21 +54,7 @@ struct Wrk {
             let q = u.query(percentEncoded: true).map { "?\($0)" } ?? ""
             return u.path(percentEncoded: true) + q
         }
-        func lua(_ text: String) -> String {
-            "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-        }
-        let list = paths.map(lua)
-        let headerTable = headers.map { "[\(lua($0.key))] = \(lua($0.value))" }.joined(separator: ", ")
-        let script = """
-            local paths = { \(list.joined(separator: ",\n")) }
-            local headers = { \(headerTable) }
-            local body = \(body.map(lua) ?? "nil")
-            local i = 0
-            request = function()
-              i = i + 1
-              return wrk.format(\(lua(method)), paths[(i % #paths) + 1], headers, body)
-            end
-            """
+        let script = Self.script(paths: paths, method: method, headers: headers, body: body)
         let scriptPath = scratch + "/wrk-\(UUID().uuidString).lua"
         try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: scriptPath) }
@@ -94,6 +80,47 @@ struct Wrk {
             errors += line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }.reduce(0, +)
         }
         return Result(rate: rate, p50: p50, p99: p99, errors: errors)
+    }
+
+    /// The Lua script that hands out requests of `method` to `paths` in turn, with `headers` and
+    /// `body`; with `histogram`, wrk also prints its whole latency distribution at the end
+    /// (`HEARTH-WRK requests duration_us errors`, `HEARTH-ERRORS` by kind, then `HEARTH-LATENCY
+    /// microseconds count` lines), so that several wrk processes' runs can be merged exactly
+    /// (``WrkLoad``).
+    static func script(paths: [String], method: String, headers: [String: String], body: String?, histogram: Bool = false) -> String {
+        func lua(_ text: String) -> String {
+            "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        let list = paths.map(lua)
+        let headerTable = headers.map { "[\(lua($0.key))] = \(lua($0.value))" }.joined(separator: ", ")
+        var script = """
+            local paths = { \(list.joined(separator: ",\n")) }
+            local headers = { \(headerTable) }
+            local body = \(body.map(lua) ?? "nil")
+            -- wrk calls request() once before the run to check the script: that call gets the
+            -- last path, and the run starts with the first.
+            local i = -1
+            request = function()
+              local path = paths[(i % #paths) + 1]
+              i = i + 1
+              return wrk.format(\(lua(method)), path, headers, body)
+            end
+            """
+        if histogram {
+            script += """
+
+                done = function(summary, latency, requests)
+                  local e = summary.errors
+                  io.write("HEARTH-WRK ", summary.requests, " ", summary.duration, " ", e.connect + e.read + e.write + e.status + e.timeout, "\\n")
+                  io.write("HEARTH-ERRORS connect ", e.connect, " read ", e.read, " write ", e.write, " status ", e.status, " timeout ", e.timeout, "\\n")
+                  for n = 1, #latency do
+                    local value, count = latency(n)
+                    io.write("HEARTH-LATENCY ", value, " ", count, "\\n")
+                  end
+                end
+                """
+        }
+        return script
     }
 
     static func number(after label: String, in text: String) -> Double? {

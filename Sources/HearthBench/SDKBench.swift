@@ -21,7 +21,11 @@ struct SDKBench {
     let firestorePort: Int
     let authPort: Int
     let python: String
-    var latencySamples = 200
+    /// Samples of the listener-latency rows (SDK and Python alike), each after `latencyWarmUp`
+    /// unmeasured rounds: the first writes of a fresh client pay for first-use paths (connections'
+    /// windows, lazily built tables, page faults) that say nothing about its steady state.
+    var latencySamples = 500
+    var latencyWarmUp = 20
     var cachedDocuments = 10_000
     var queuedWrites = 1_000
     var coldRounds = 5
@@ -137,12 +141,13 @@ struct SDKBench {
         try await writer.document(path).setData(["i": 0])
         try await Self.until(30) { seen.withLock { $0.value } == 0 }
         var latencies: [Double] = []
-        let start = ContinuousClock.now
-        for i in 1...latencySamples {
+        var start = ContinuousClock.now
+        for i in 1...(latencyWarmUp + latencySamples) {
+            if i == latencyWarmUp + 1 { start = ContinuousClock.now }
             let t0 = ContinuousClock.now
             writer.document(path).setData(["i": i], completion: nil)
             try await Self.until(30) { seen.withLock { $0.value } >= i }
-            latencies.append(Self.seconds(seen.withLock { $0.at } - t0))
+            if i > latencyWarmUp { latencies.append(Self.seconds(seen.withLock { $0.at } - t0)) }
         }
         let elapsed = Self.seconds(ContinuousClock.now - start)
         registration.remove()
@@ -273,7 +278,7 @@ struct SDKBench {
         import json, os, sys, threading, time
         from google.cloud import firestore
         from google.auth.credentials import AnonymousCredentials
-        samples, writes = int(sys.argv[1]), int(sys.argv[2])
+        samples, writes, warm_up = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
         listener = firestore.Client(project="demo-hearth", credentials=AnonymousCredentials())
         writer = firestore.Client(project="demo-hearth", credentials=AnonymousCredentials())
         ref = listener.collection("py-latency").document("doc")
@@ -298,11 +303,14 @@ struct SDKBench {
         wait_for(0)
         latencies = []
         start = time.perf_counter()
-        for i in range(1, samples + 1):
+        for i in range(1, warm_up + samples + 1):
+            if i == warm_up + 1:
+                start = time.perf_counter()
             t0 = time.perf_counter()
             target.set({"i": i})
             wait_for(i)
-            latencies.append(state["at"] - t0)
+            if i > warm_up:
+                latencies.append(state["at"] - t0)
         latency_seconds = time.perf_counter() - start
         watch.unsubscribe()
         write_latencies = []
@@ -320,7 +328,7 @@ struct SDKBench {
     func runPython() -> PythonRows? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [python, "-c", Self.pythonScript, "\(latencySamples)", "\(queuedWrites)"]
+        process.arguments = [python, "-c", Self.pythonScript, "\(latencySamples)", "\(queuedWrites)", "\(latencyWarmUp)"]
         var environment = ProcessInfo.processInfo.environment
         environment["FIRESTORE_EMULATOR_HOST"] = "127.0.0.1:\(firestorePort)"
         process.environment = environment

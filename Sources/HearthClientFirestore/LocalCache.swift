@@ -188,7 +188,7 @@ final class LocalCache: Sendable {
             if let version, let cached = try self.version(db, path), ValueOrder.compareTimestamps(cached, version) > 0 { continue }
             let bytes = try document.map { try $0.serializedBytes() as Data }
             let (collection, id) = collectionPath(path)
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     INSERT INTO remote_documents (path, collection_path, collection_id, document, size, sequence, version_seconds, version_nanos)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -204,7 +204,8 @@ final class LocalCache: Sendable {
     /// The version the cache holds for a path (nil: not cached, or cached without a version).
     static func version(_ db: GRDB.Database, _ path: String) throws -> Google_Protobuf_Timestamp? {
         guard let row = try Row.fetchOne(
-            db, sql: "SELECT version_seconds, version_nanos, document IS NOT NULL AS present FROM remote_documents WHERE path = ?", arguments: [path])
+            db.cachedStatement(sql: "SELECT version_seconds, version_nanos, document IS NOT NULL AS present FROM remote_documents WHERE path = ?"),
+            arguments: [path])
         else { return nil }
         var version = Google_Protobuf_Timestamp()
         version.seconds = row["version_seconds"]
@@ -220,7 +221,7 @@ final class LocalCache: Sendable {
     static func removeRemote(_ db: GRDB.Database, _ paths: [String], unlessNewerThan readTime: Google_Protobuf_Timestamp? = nil) throws {
         for path in paths {
             if let readTime, let cached = try version(db, path), ValueOrder.compareTimestamps(cached, readTime) > 0 { continue }
-            try db.execute(sql: "DELETE FROM remote_documents WHERE path = ?", arguments: [path])
+            try db.executeCached(sql: "DELETE FROM remote_documents WHERE path = ?", arguments: [path])
         }
     }
 
@@ -409,7 +410,7 @@ final class LocalCache: Sendable {
 
     /// Records what a target showed (after `putTarget` in the same transaction).
     static func putResult(_ db: GRDB.Database, key: String, result: StoredResult) throws {
-        try db.execute(
+        try db.executeCached(
             sql: "UPDATE targets SET result = ?, result_sequence = ? WHERE target_key = ?", arguments: [result.encoded(), result.sequence, key])
     }
 
@@ -444,7 +445,7 @@ final class LocalCache: Sendable {
     /// difference in its documents is written.
     static func putTarget(_ db: GRDB.Database, key: String, state: TargetState, sequence: Int64, previousPaths: Set<String>? = nil) throws {
         let readTime = try state.readTime.map { try $0.serializedBytes() as Data }
-        try db.execute(
+        try db.executeCached(
             sql: """
                 INSERT INTO targets (target_key, resume_token, read_time, sequence) VALUES (?, ?, ?, ?)
                 ON CONFLICT(target_key) DO UPDATE SET resume_token = excluded.resume_token, read_time = excluded.read_time, sequence = excluded.sequence
@@ -455,13 +456,13 @@ final class LocalCache: Sendable {
             let now = Set(state.paths)
             added = state.paths.filter { !previousPaths.contains($0) }
             for path in previousPaths where !now.contains(path) {
-                try db.execute(sql: "DELETE FROM target_documents WHERE target_key = ? AND path = ?", arguments: [key, path])
+                try db.executeCached(sql: "DELETE FROM target_documents WHERE target_key = ? AND path = ?", arguments: [key, path])
             }
         } else {
             try db.execute(sql: "DELETE FROM target_documents WHERE target_key = ?", arguments: [key])
         }
         for path in added {
-            try db.execute(sql: "INSERT OR IGNORE INTO target_documents (target_key, path) VALUES (?, ?)", arguments: [key, path])
+            try db.executeCached(sql: "INSERT OR IGNORE INTO target_documents (target_key, path) VALUES (?, ?)", arguments: [key, path])
         }
     }
 
@@ -525,7 +526,7 @@ final class LocalCache: Sendable {
     }
 
     static func removeBatch(_ db: GRDB.Database, _ batchID: Int64) throws {
-        try db.execute(sql: "DELETE FROM mutations WHERE batch_id = ?", arguments: [batchID])
+        try db.executeCached(sql: "DELETE FROM mutations WHERE batch_id = ?", arguments: [batchID])
     }
 
     // MARK: Garbage collection
@@ -569,4 +570,12 @@ final class LocalCache: Sendable {
 
 enum LocalCacheError: Error {
     case damaged(String)
+}
+
+extension GRDB.Database {
+    /// Runs one statement through the connection's statement cache: parsed once per connection,
+    /// not once per call as `execute(sql:)` does (the listener path runs these per document).
+    func executeCached(sql: String, arguments: StatementArguments) throws {
+        try cachedStatement(sql: sql).execute(arguments: arguments)
+    }
 }

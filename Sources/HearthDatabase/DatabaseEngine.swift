@@ -50,24 +50,44 @@ public actor DatabaseEngine {
 
     let store: any DatabaseTreeStore
     let authorizer: any DatabaseAuthorizer
-    public nonisolated let feed = DatabaseChangeFeed()
+    public nonisolated let feed: DatabaseChangeFeed
     nonisolated let pushIDs = PushIDGenerator()
     let clock: @Sendable () -> Int64
-    var rulesByNamespace: [String: any DatabaseRulesProgram] = [:]
+    /// The compiled rules per namespace and the store's ``DatabaseTreeStore/rulesVersion(namespace:)``
+    /// they were read at (nil: until this engine replaces them, or unknown after it did).
+    var rulesByNamespace: [String: (version: Int64?, program: any DatabaseRulesProgram)] = [:]
+    /// False once the store said it keeps no rules version (one process writes it): not asked again.
+    var storeVersionsRules = true
+    /// Per namespace with a rules-version read in flight: the callers that arrived during it,
+    /// served by the next read (``rulesVersion(namespace:)``).
+    var versionReads: [String: [CheckedContinuation<VersionTurn, Never>]] = [:]
+    /// The callers a starting read serves (they queued before it began).
+    var versionGroups: [String: [CheckedContinuation<VersionTurn, Never>]] = [:]
+
+    enum VersionTurn: Sendable {
+        /// Read the version for the group queued with you.
+        case read
+        case done(Result<Int64?, any Error>)
+    }
     var writing = false
     var waiting: [CheckedContinuation<Void, Never>] = []
     static let maxAttempts = 16
+    static let conflictBudget: Duration = .seconds(30)
 
     /// Wall-clock milliseconds since the epoch (server timestamps, push ids).
     public static let systemClock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
+    /// An engine over `store`. `feed` is where its writes go: a sequenced one
+    /// (``DatabaseChangeFeed/sequenced``) when other servers write the same store and a
+    /// commit-log reader feeds their writes in too.
     public init(
         store: any DatabaseTreeStore, authorizer: any DatabaseAuthorizer,
-        clock: @escaping @Sendable () -> Int64 = DatabaseEngine.systemClock
+        clock: @escaping @Sendable () -> Int64 = DatabaseEngine.systemClock, feed: DatabaseChangeFeed = DatabaseChangeFeed()
     ) {
         self.store = store
         self.authorizer = authorizer
         self.clock = clock
+        self.feed = feed
     }
 
     // MARK: Reads
@@ -180,7 +200,18 @@ public actor DatabaseEngine {
     ) async throws -> WriteOutcome {
         await lock()
         defer { unlock() }
-        for _ in 0..<Self.maxAttempts {
+        // Attempts after a conflict: at least `maxAttempts`, and for `conflictBudget` — another
+        // server over the same database may write the namespace many times in a row (its own
+        // queue of writes) while this one waits its turn.
+        let deadline = ContinuousClock.now + Self.conflictBudget
+        for attempt in 0... {
+            if attempt > 0 {
+                guard attempt < Self.maxAttempts || ContinuousClock.now < deadline else { break }
+                // Another writer of the namespace got there first. A random wait that doubles
+                // per attempt, up to 200 ms, so two servers writing one namespace take turns
+                // instead of colliding again at once.
+                try await Task.sleep(for: .microseconds(Int.random(in: 0...min(500 << min(attempt, 12), 200_000))))
+            }
             let rules = try await rules(namespace: namespace)
             let now = clock()
             var revision: Int64?
@@ -226,13 +257,17 @@ public actor DatabaseEngine {
             if options.dryRun { return .written(writes[0].1, revision: revision) }
             let commit = DatabaseTreeCommit(
                 namespace: namespace, expectedRevision: revision, clearedSubtrees: writes.map(\.0), clearedLeaves: scalarsAbove,
-                writtenLeaves: written)
+                writtenLeaves: written, event: isUpdate ? .update(base: base) : .set)
             guard let newRevision = try await store.apply(commit) else { continue }
             let kind: DatabaseChange.Kind =
                 isUpdate
                 ? .update(path: base, children: writes.map { ($0.0.relative(to: base), $0.1) })
                 : .set(path: writes[0].0, node: writes[0].1)
-            feed.publish(DatabaseChange(namespace: namespace, revision: newRevision, kind: kind))
+            if !feed.publish(DatabaseChange(namespace: namespace, revision: newRevision, kind: kind)) {
+                // Another server's commit came first and this server's feed has not read it
+                // yet: the listeners hear both, in order, before the writer is answered.
+                await feed.waitUntilDelivered(namespace: namespace, revision: newRevision)
+            }
             if isUpdate {
                 var echo = DatabaseNode()
                 for (path, node) in writes { echo.replace(path.relative(to: base), with: node) }
@@ -283,9 +318,13 @@ public actor DatabaseEngine {
 
     // MARK: Rules
 
-    /// The rules in force for `namespace` (the authorizer's defaults when none were set).
+    /// The rules in force for `namespace` (the authorizer's defaults when none were set). When
+    /// other servers may replace them, the store's rules version is read first and the
+    /// compiled rules are used only if it is the one they were read at: rules set on one
+    /// server hold on every server from the next request on.
     public func rules(namespace: String) async throws -> any DatabaseRulesProgram {
-        if let cached = rulesByNamespace[namespace] { return cached }
+        let version = try await rulesVersion(namespace: namespace)
+        if let cached = rulesByNamespace[namespace], version == nil || cached.version == version { return cached.program }
         let program: any DatabaseRulesProgram
         if let text = try await store.rules(namespace: namespace) {
             program = try authorizer.compile(text)
@@ -297,9 +336,42 @@ public actor DatabaseEngine {
         if try await store.indexes(namespace: namespace) != program.indexes {
             try await store.setIndexes(program.indexes, namespace: namespace)
         }
-        if let cached = rulesByNamespace[namespace] { return cached }
-        rulesByNamespace[namespace] = program
+        if let cached = rulesByNamespace[namespace], version == nil || cached.version == version { return cached.program }
+        // The text read after the version is as new as it or newer: at worst compiled again.
+        rulesByNamespace[namespace] = (version, program)
         return program
+    }
+
+    /// The store's rules version for `namespace`, from a read that began after this call did (so
+    /// it reflects every rules change completed before), shared by the calls that queued while
+    /// the previous read ran: a burst — every listener of a location re-checking its read after
+    /// a write — costs one read per round trip instead of one per call.
+    func rulesVersion(namespace: String) async throws -> Int64? {
+        guard storeVersionsRules else { return nil }
+        if versionReads[namespace] != nil {
+            switch await withCheckedContinuation({ versionReads[namespace, default: []].append($0) }) {
+            case .done(let result): return try result.get()
+            case .read: break
+            }
+        } else {
+            versionReads[namespace] = []
+        }
+        let group = versionGroups.removeValue(forKey: namespace) ?? []
+        let result: Result<Int64?, any Error>
+        do { result = .success(try await store.rulesVersion(namespace: namespace)) } catch { result = .failure(error) }
+        if case .success(nil) = result { storeVersionsRules = false }
+        for caller in group { caller.resume(returning: .done(result)) }
+        var queued = versionReads[namespace] ?? []
+        if queued.isEmpty {
+            versionReads[namespace] = nil
+        } else {
+            // The first caller that arrived during this read reads for the others.
+            let reader = queued.removeFirst()
+            versionGroups[namespace] = queued
+            versionReads[namespace] = []
+            reader.resume(returning: .read)
+        }
+        return try result.get()
     }
 
     /// Replaces `namespace`'s rules (admin only), after the authorizer accepted them.
@@ -311,7 +383,7 @@ public actor DatabaseEngine {
         await lock()
         defer { unlock() }
         try await store.setIndexes(program.indexes, namespace: namespace)
-        rulesByNamespace[namespace] = program
+        rulesByNamespace[namespace] = (nil, program)
         feed.publish(DatabaseChange(namespace: namespace, revision: 0, kind: .rules))
     }
 }

@@ -22,13 +22,29 @@ public struct DatabaseTreeCommit: Sendable {
     public var clearedLeaves: [DatabasePath]
     /// Leaves written (after the removals).
     public var writtenLeaves: [DatabaseLeaf]
+    /// What the commit is to listeners (``DatabaseChange/init(_:revision:)`` rebuilds the change
+    /// from it): a store shared by several servers logs it for the others' feeds. Nil for a
+    /// commit made outside the engine (an import): their listeners then re-read the namespace.
+    public var event: Event?
 
-    public init(namespace: String, expectedRevision: Int64, clearedSubtrees: [DatabasePath], clearedLeaves: [DatabasePath], writtenLeaves: [DatabaseLeaf]) {
+    /// The write a commit carries out, as the engine's feed reports it.
+    public enum Event: Sendable, Equatable {
+        /// `set`: the node at `clearedSubtrees[0]` replaced by the written leaves under it.
+        case set
+        /// `update` at `base`: each cleared subtree replaced by the written leaves under it.
+        case update(base: DatabasePath)
+    }
+
+    public init(
+        namespace: String, expectedRevision: Int64, clearedSubtrees: [DatabasePath], clearedLeaves: [DatabasePath], writtenLeaves: [DatabaseLeaf],
+        event: Event? = nil
+    ) {
         self.namespace = namespace
         self.expectedRevision = expectedRevision
         self.clearedSubtrees = clearedSubtrees
         self.clearedLeaves = clearedLeaves
         self.writtenLeaves = writtenLeaves
+        self.event = event
     }
 }
 
@@ -47,6 +63,11 @@ public protocol DatabaseTreeStore: Sendable {
     /// The namespace's rules text, if rules were ever set.
     func rules(namespace: String) async throws -> String?
     func setRules(_ text: String, namespace: String) async throws
+    /// A number that changes whenever `namespace`'s rules are replaced, when other processes
+    /// may replace them (several servers over one database): the engine then checks it before
+    /// each use of its compiled rules. Nil (the default) when only this process writes the
+    /// store, so the engine keeps the rules it compiled until it replaces them itself.
+    func rulesVersion(namespace: String) async throws -> Int64?
 
     // MARK: Indexes (`.indexOn`)
 
@@ -63,6 +84,8 @@ public protocol DatabaseTreeStore: Sendable {
 }
 
 extension DatabaseTreeStore {
+    public func rulesVersion(namespace: String) async throws -> Int64? { nil }
+
     /// A store without index support: queries are served by scanning.
     public func indexes(namespace: String) async throws -> Set<DatabaseIndexSpec> { [] }
     public func setIndexes(_ specs: Set<DatabaseIndexSpec>, namespace: String) async throws {}

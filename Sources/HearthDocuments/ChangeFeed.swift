@@ -27,6 +27,14 @@ public protocol ChangeFeedSubscriber: Sendable {
     /// No commit is in flight and none will get a time at or before `time`: every commit up
     /// to it has been delivered.
     func advance(to time: Timestamp)
+    /// The commits up to `time` cannot be delivered one by one (an externally fed feed further
+    /// behind than the store's history): whatever depends on them re-synchronizes from storage;
+    /// none after `time` will be missed. By default, an ``advance(to:)``.
+    func resynchronize(at time: Timestamp)
+}
+
+extension ChangeFeedSubscriber {
+    public func resynchronize(at time: Timestamp) { advance(to: time) }
 }
 
 /// The engine's change feed: every durable commit, exactly once, in commit-time order.
@@ -38,6 +46,12 @@ public protocol ChangeFeedSubscriber: Sendable {
 /// it either publishes its changes or abandons the reservation (planning, the rules or the
 /// store refused it, or the group commit failed). The feed hands batches on only when every earlier reservation is settled, so
 /// subscribers see commits in order with no gaps and nothing that was not made durable.
+///
+/// **Fed externally** (`external`: several servers share one store, docs/postgres.md "Several
+/// replicas"): the engine's reservations, publications and idle advances do nothing, and the
+/// feed's only source is the store's commit log, read by a service of the backend (PostgreSQL's
+/// `PostgresCommitFeed`), which calls ``deliver(_:)`` in commit-time order and ``advance(to:)``
+/// — one path for every commit, this server's own included.
 public final class ChangeFeed: Sendable {
     struct Slot {
         var time: Timestamp
@@ -61,11 +75,14 @@ public final class ChangeFeed: Sendable {
     let state: Mutex<State>
     /// The last commit that was durable when the feed started.
     let startPosition: Timestamp
+    /// Fed by ``deliver(_:)`` and ``advance(to:)`` alone (see above).
+    public let external: Bool
 
     /// `position`: the last commit already durable when the feed starts.
-    public init(position: Timestamp) {
+    public init(position: Timestamp, external: Bool = false) {
         state = Mutex(State(position: position))
         startPosition = position
+        self.external = external
     }
 
     /// The time of the last commit handed to subscribers.
@@ -79,7 +96,10 @@ public final class ChangeFeed: Sendable {
     /// Both happen under the feed's lock, so ``advanceIfIdle(_:)`` never passes a commit
     /// whose time was taken but not yet reserved.
     func reserve(_ clock: CommitClock) -> Timestamp {
-        state.withLock { s in
+        // Fed externally: the commit reaches the feed through the store's log, in the order the
+        // store assigned times; the reservation is only the proposal.
+        if external { return clock.next() }
+        return state.withLock { s in
             let time = clock.next()
             s.slots.append(Slot(time: time, outcome: nil))
             return time
@@ -90,6 +110,8 @@ public final class ChangeFeed: Sendable {
     /// later commit gets a greater time) and tells the subscribers; so an idle stream's
     /// read times and resume tokens stay fresh.
     func advanceIfIdle(_ clock: CommitClock) {
+        // Fed externally, only the shared store knows no commit is in flight anywhere.
+        if external { return }
         state.withLock { s in
             guard s.head == s.slots.count else { return }
             let now = clock.current()
@@ -99,9 +121,15 @@ public final class ChangeFeed: Sendable {
         }
     }
 
-    /// The commit at `batch.commitTime` is durable.
+    /// The commit that reserved `reserved` is durable, at `batch.commitTime` (the time its store
+    /// assigned: the reserved one, except where several engines share the store).
+    func publish(_ batch: CommittedChanges, reserved: Timestamp) {
+        settle(reserved, .published(batch))
+    }
+
+    /// The commit at `batch.commitTime`, the time it reserved, is durable.
     func publish(_ batch: CommittedChanges) {
-        settle(batch.commitTime, .published(batch))
+        publish(batch, reserved: batch.commitTime)
     }
 
     /// The commit at `time` did not happen.
@@ -110,6 +138,7 @@ public final class ChangeFeed: Sendable {
     }
 
     private func settle(_ time: Timestamp, _ outcome: Outcome) {
+        if external { return }
         state.withLock { s in
             // Reservations are few (the commits in flight): a linear search from the head is cheap.
             guard let i = s.slots[s.head...].firstIndex(where: { $0.time == time }) else { return }
@@ -131,10 +160,47 @@ public final class ChangeFeed: Sendable {
     }
 }
 
+extension ChangeFeed {
+    /// Fed externally: the commit at `batch.commitTime` is durable, and every commit before it
+    /// was delivered. Called in commit-time order; a time at or below the position (delivered
+    /// already) is ignored, so each commit reaches subscribers once.
+    public func deliver(_ batch: CommittedChanges) {
+        precondition(external, "deliver(_:) feeds an externally fed ChangeFeed only")
+        state.withLock { s in
+            guard batch.commitTime > s.position else { return }
+            s.position = batch.commitTime
+            for subscriber in s.subscribers { subscriber.deliver(batch) }
+        }
+    }
+
+    /// Fed externally: the commits up to `time` that were not delivered cannot be (the feed's
+    /// source no longer holds them, e.g. it fell further behind than the store's history);
+    /// subscribers re-synchronize from storage (Listen streams: every target is RESET).
+    public func resynchronize(at time: Timestamp) {
+        precondition(external, "resynchronize(at:) feeds an externally fed ChangeFeed only")
+        state.withLock { s in
+            guard time > s.position else { return }
+            s.position = time
+            for subscriber in s.subscribers { subscriber.resynchronize(at: time) }
+        }
+    }
+
+    /// Fed externally: no commit will get a time at or before `time` and every commit up to
+    /// it was delivered.
+    public func advance(to time: Timestamp) {
+        precondition(external, "advance(to:) feeds an externally fed ChangeFeed only")
+        state.withLock { s in
+            guard time > s.position else { return }
+            s.position = time
+            for subscriber in s.subscribers { subscriber.advance(to: time) }
+        }
+    }
+}
+
 extension DocumentEngine {
     /// The net change of each document a commit wrote (several writes to one document in a
     /// commit become one change), in the order the documents were first written.
-    static func netChanges(_ order: [ResourcePath], before: [ResourcePath: Document?], after: [ResourcePath: Document?]) -> [DocumentChange] {
+    package static func netChanges(_ order: [ResourcePath], before: [ResourcePath: Document?], after: [ResourcePath: Document?]) -> [DocumentChange] {
         var out: [DocumentChange] = []
         var seen = Set<ResourcePath>()
         for path in order where seen.insert(path).inserted {

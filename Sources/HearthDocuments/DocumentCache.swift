@@ -64,13 +64,17 @@ final class DocumentCache: Sendable {
     let capacity: Int
     let state = Mutex(State())
 
-    init(capacity: Int = 100_000) {
+    static let defaultCapacity = 100_000
+
+    /// `capacity` 0: no cache (lookups miss, nothing is kept; several servers share the store).
+    init(capacity: Int = defaultCapacity) {
         self.capacity = capacity
     }
 
     /// The cached state: `.some(nil)` means known missing; nil means not cached (or being
     /// written right now).
     func lookup(_ database: String, _ path: ResourcePath) -> Document?? {
+        guard capacity > 0 else { return nil }
         let key = Key(database: database, path: path)
         return state.withLock { s in s.isInFlight(key) ? nil : s.entries[key].map { $0.document } }
     }
@@ -111,6 +115,7 @@ final class DocumentCache: Sendable {
 
     /// Fills entries from a storage read that began at `epoch`.
     func fill(_ database: String, _ items: [(ResourcePath, Document?)], epoch: UInt64?) {
+        guard capacity > 0 else { return }
         state.withLock { s in
             guard let epoch, s.epoch == epoch, s.writing == 0 else { return }
             if s.entries.count + items.count > capacity { s.entries.removeAll(keepingCapacity: true) }
@@ -127,6 +132,7 @@ final class DocumentCache: Sendable {
     func committed(_ ticket: WriteTicket, _ items: [(ResourcePath, Document?)], at time: Timestamp) {
         state.withLock { s in
             s.finish(ticket)
+            guard capacity > 0 else { return }
             if s.entries.count + items.count > capacity { s.entries.removeAll(keepingCapacity: true) }
             for (p, d) in items {
                 let key = Key(database: ticket.database, path: p)

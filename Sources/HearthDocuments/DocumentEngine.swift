@@ -27,8 +27,15 @@ public final class DocumentEngine: Sendable {
         /// How long a read-write transaction may hold a document lock that others wait for
         /// before it is aborted.
         public var lockHoldLimit: Duration
+        /// Several servers share the store (PostgreSQL with the shared clock): the change feed is
+        /// fed externally from the store's commit log (a service of the backend, e.g.
+        /// `PostgresCommitFeed`, calls ``ChangeFeed/deliver(_:)``; the engine publishes nothing
+        /// itself), and there is no document cache (every point read goes to the store: another
+        /// server's write would leave it stale). docs/postgres.md, "Several replicas".
+        public var replicated: Bool
 
-        public init(strictIndexes: Bool = false) {
+        public init(strictIndexes: Bool = false, replicated: Bool = false) {
+            self.replicated = replicated
             self.strictIndexes = strictIndexes
             historyRetention = 3_600_000_000
             transactionTimeout = 270_000_000
@@ -46,7 +53,7 @@ public final class DocumentEngine: Sendable {
     let transactions: Mutex<TransactionTable>
     /// Per-document locks of read-write transactions and the writes that wait for them.
     let locks: DocumentLocks
-    let cache = DocumentCache()
+    let cache: DocumentCache
     /// Every durable commit, in order: what realtime listeners are fed from.
     public let feed: ChangeFeed
     /// Routes the feed to Listen streams.
@@ -59,7 +66,8 @@ public final class DocumentEngine: Sendable {
         let last = try await store.lastCommitTime()
         let defs = try await store.indexDefinitions()
         clock = CommitClock(after: last)
-        feed = ChangeFeed(position: last ?? Timestamp(microseconds: 0))
+        feed = ChangeFeed(position: last ?? Timestamp(microseconds: 0), external: configuration.replicated)
+        cache = DocumentCache(capacity: configuration.replicated ? 0 : DocumentCache.defaultCapacity)
         listeners = ListenerHub(position: last ?? Timestamp(microseconds: 0))
         feed.subscribe(listeners)
         indexes = Mutex(Dictionary(grouping: defs, by: \.database))
@@ -268,23 +276,26 @@ public final class DocumentEngine: Sendable {
                 }
                 let request = DocumentCommitRequest(
                     database: db, time: time, writing: paths, expectations: expectations, indexVersion: indexVersion)
-                outcome = try await store.commit(request) { [self, judged, stored] current in
+                outcome = try await store.commit(request) { [self, judged, stored] current, assigned in
                     let found = Dictionary(uniqueKeysWithValues: zip(paths, current))
                     let planned: CommitPlan
                     if let judged, let stored {
-                        // The rules judged these states; if one changed since, plan and judge again.
+                        // The rules judged the plan at `time` (request.time, server timestamps) and
+                        // these states; if the store assigned another time or a state changed since,
+                        // plan and judge again.
+                        guard assigned == time else { throw DocumentStoreConflict.commitTime(assigned: assigned) }
                         for path in paths where found[path]??.updateTime != stored[path]??.updateTime {
                             throw DocumentStoreConflict.document(database: db, path: path)
                         }
                         planned = judged
                     } else {
-                        planned = try self.plan(writes, database, time, stored: found)
+                        planned = try self.plan(writes, database, assigned, stored: found)
                         if let failed = planned.plans.lazy.compactMap(\.preconditionFailure).first { throw failed }
                     }
                     return (
                         planned.plans.compactMap { Self.mutation($0, defs) },
                         (
-                            CommitResult(commitTime: time, writeResults: planned.plans.map(\.result)),
+                            CommitResult(commitTime: assigned, writeResults: planned.plans.map(\.result)),
                             Self.netChanges(writes.map(\.path), before: planned.before, after: planned.after)
                         )
                     )
@@ -299,6 +310,8 @@ public final class DocumentEngine: Sendable {
                 }
                 if attempt >= Self.maxPlanAttempts { throw Self.contention }
                 if conflict == .indexes { try await reloadIndexes() }
+                // Another engine's commit took a later time meanwhile: propose after it.
+                if case .commitTime(let assigned) = conflict { clock.observe(assigned) }
                 continue
             } catch {
                 cache.abortWrite(ticket)
@@ -307,7 +320,7 @@ public final class DocumentEngine: Sendable {
             }
             let (result, changes) = outcome
             cache.committed(ticket, zip(writes, result.writeResults).map { ($0.path, $1.document) }, at: result.commitTime)
-            feed.publish(CommittedChanges(database: db, commitTime: result.commitTime, changes: changes))
+            feed.publish(CommittedChanges(database: db, commitTime: result.commitTime, changes: changes), reserved: time)
             return result
         }
     }
@@ -417,7 +430,7 @@ public final class DocumentEngine: Sendable {
             let ticket = cache.beginWrite(db, writes.map(\.path))
             let time = feed.reserve(clock)
             let (defs, indexVersion) = indexSnapshot(db)
-            let batch: BatchPlan
+            let outcome: (BatchPlan, Timestamp)
             do {
                 var judged: BatchPlan?
                 if let authorizer, let stored {
@@ -442,34 +455,40 @@ public final class DocumentEngine: Sendable {
                 }
                 let request = DocumentCommitRequest(
                     database: db, time: time, writing: paths, expectations: judged?.expectations ?? [], indexVersion: indexVersion)
-                batch = try await store.commit(request) { [self, judged, stored] current in
+                outcome = try await store.commit(request) { [self, judged, stored] current, assigned in
                     let found = Dictionary(uniqueKeysWithValues: zip(paths, current))
                     let planned: BatchPlan
                     if let judged, let stored {
+                        guard assigned == time else { throw DocumentStoreConflict.commitTime(assigned: assigned) }
                         for path in paths where found[path]??.updateTime != stored[path]??.updateTime {
                             throw DocumentStoreConflict.document(database: db, path: path)
                         }
                         planned = judged
                     } else {
-                        planned = try self.planBatch(writes, database, time, stored: found)
+                        planned = try self.planBatch(writes, database, assigned, stored: found)
                     }
-                    return (planned.applied.compactMap { Self.mutation($0, defs) }, planned)
+                    return (planned.applied.compactMap { Self.mutation($0, defs) }, (planned, assigned))
                 }
             } catch let conflict as DocumentStoreConflict {
                 cache.abortWrite(ticket)
                 feed.abandon(time)
                 if attempt >= Self.maxPlanAttempts { throw Self.contention }
                 if conflict == .indexes { try await reloadIndexes() }
+                // Another engine's commit took a later time meanwhile: propose after it.
+                if case .commitTime(let assigned) = conflict { clock.observe(assigned) }
                 continue
             } catch {
                 cache.abortWrite(ticket)
                 feed.abandon(time)
                 throw error
             }
+            let (batch, committed) = outcome
             let order = batch.applied.map(\.write.path)
-            feed.publish(CommittedChanges(database: db, commitTime: time, changes: Self.netChanges(order, before: batch.before, after: batch.after)))
-            cache.committed(ticket, batch.applied.map { ($0.write.path, $0.result.document) }, at: time)
-            return (batch.outcomes, time)
+            feed.publish(
+                CommittedChanges(database: db, commitTime: committed, changes: Self.netChanges(order, before: batch.before, after: batch.after)),
+                reserved: time)
+            cache.committed(ticket, batch.applied.map { ($0.write.path, $0.result.document) }, at: committed)
+            return (batch.outcomes, committed)
         }
     }
 
@@ -585,7 +604,7 @@ public final class DocumentEngine: Sendable {
     }
 
     /// Reads the composite index definitions again (another writer added one).
-    func reloadIndexes() async throws {
+    package func reloadIndexes() async throws {
         let defs = try await store.indexDefinitions()
         indexes.withLock { $0 = Dictionary(grouping: defs, by: \.database) }
     }
@@ -603,7 +622,7 @@ public final class DocumentEngine: Sendable {
             throw error
         }
         cache.cleared(ticket)
-        feed.publish(CommittedChanges(database: db, commitTime: time, changes: [], cleared: true))
+        feed.publish(CommittedChanges(database: db, commitTime: time, changes: [], cleared: true), reserved: time)
         endLocks(transactions.withLock { $0.removeAll(database: database) })
     }
 

@@ -206,9 +206,11 @@ public struct DocumentMutation: Sendable {
 public struct DocumentCommitRequest: Sendable {
     /// The database (`(default)` or a named one) the commit writes.
     public var database: String
-    /// The commit time (taken from the engine's ``CommitClock`` before planning: transforms
-    /// and the rules' `request.time` use it). The store records history rows at this time and
-    /// raises its last commit time to at least it.
+    /// The proposed commit time (taken from the engine's ``CommitClock`` before planning:
+    /// transforms and the rules' `request.time` use it). The store assigns the commit time —
+    /// this one (SQLite, in memory: the engine's clock is the only one), or, where several
+    /// engines share the store (PostgreSQL), the least time above every commit before that is
+    /// at least this one — and hands it to the plan.
     public var time: Timestamp
     /// The documents the commit writes; the store reads them inside its transaction and hands
     /// their current states to the plan, in this order.
@@ -235,6 +237,9 @@ public enum DocumentStoreConflict: Error, Sendable, Equatable {
     case document(database: String, path: ResourcePath)
     /// Composite indexes were added since the plan was made.
     case indexes
+    /// The plan was made for another commit time than the store assigned (a plan judged by the
+    /// rules before the store took its time throws it); the engine plans again after it.
+    case commitTime(assigned: Timestamp)
 }
 
 /// The persistence an engine runs on — the seam every backend implements (SQLite today,
@@ -287,14 +292,15 @@ public protocol DocumentStore: Sendable {
     /// the store, in this order:
     /// 1. checks ``DocumentCommitRequest/indexVersion`` (else throws ``DocumentStoreConflict/indexes``)
     ///    and every expectation (else throws ``DocumentStoreConflict/document(database:path:)``);
-    /// 2. reads the current state of every document of ``DocumentCommitRequest/writing`` and
-    ///    calls `plan` with them (same order) — a pure, synchronous function that returns the
+    /// 2. reads the current state of every document of ``DocumentCommitRequest/writing``,
+    ///    assigns the commit time (see ``DocumentCommitRequest/time``) and calls `plan` with the
+    ///    documents (same order) and the time — a pure, synchronous function that returns the
     ///    mutations and the caller's result, or throws to apply nothing;
     /// 3. stores each mutation (the document, its index entries, a history row with the previous
     ///    state until the commit time) and raises the last commit time to at least the commit's.
     /// Any error leaves the data unchanged.
     func commit<T: Sendable>(
-        _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?]) throws -> ([DocumentMutation], T)
+        _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?], Timestamp) throws -> ([DocumentMutation], T)
     ) async throws -> T
 
     /// Adds a composite index unless an equal one (same database, collection group, scope and

@@ -61,6 +61,20 @@ final class ListenSink: Sendable {
         if let (c, inputs) = resume { c.resume(returning: inputs) }
     }
 
+    /// Drops the feed events waiting and asks the stream to re-sync from storage (``ListenInput/overflow``),
+    /// as when it outgrows its budget.
+    func overflow() {
+        let resume: (CheckedContinuation<[ListenInput]?, Never>, [ListenInput])? = state.withLock { s in
+            if s.closed || s.overflowed { return nil }
+            s.overflowed = true
+            s.queue.removeAll { $0.isFeedEvent }
+            s.feedEntries = 0
+            s.queue.append(.overflow)
+            return s.takeIfWaiting()
+        }
+        if let (c, inputs) = resume { c.resume(returning: inputs) }
+    }
+
     func enqueue(_ input: ListenInput) {
         let resume: (CheckedContinuation<[ListenInput]?, Never>, [ListenInput])? = state.withLock { s in
             if s.closed { return nil }

@@ -144,6 +144,16 @@ public final class ListenerHub: ChangeFeedSubscriber {
         }
     }
 
+    /// Every stream re-syncs every target from storage (as a stream that fell behind its feed
+    /// budget does: RESET, then the current results), then follows the feed from `time`.
+    public func resynchronize(at time: Timestamp) {
+        state.withLock { s in
+            s.position = max(s.position, time)
+            for sink in s.sinks.values { sink.overflow() }
+            s.releaseWaiters(at: s.position)
+        }
+    }
+
     // MARK: Routing
 
     static func routeKeys(database: String, target: ListenTargetSpec) -> [RouteKey] {

@@ -8,6 +8,11 @@ import PostgresNIO
 /// key. ``apply(_:)`` checks and bumps the namespace's revision in the SERIALIZABLE transaction
 /// that changes the leaves and the `.indexOn` entries, so two servers writing one namespace
 /// conflict in the database: one commits, the other finds a newer revision (nil).
+///
+/// Every commit and every rules change also writes, in its transaction, one row of the
+/// namespace's commit log (`rtdb_commit_log`, migration 9: the namespace's next `log_seq`, the
+/// revision, what changed) and notifies `hearth_rtdb`: the feed across servers
+/// (``PostgresDatabaseTreeFeed``, docs/postgres.md "Several replicas") reads it.
 public struct PostgresDatabaseTreeStore: DatabaseTreeStore {
     let backend: PostgresBackend
 
@@ -106,10 +111,32 @@ public struct PostgresDatabaseTreeStore: DatabaseTreeStore {
             }
             try await Self.updateIndexes(session, commit)
             let revision = commit.expectedRevision + 1
+            // The revision, the log row (what listeners elsewhere need: the paths replaced and
+            // the leaves written under them) and the wake-up, in one statement.
+            let kind: String
+            var base: ByteBuffer?
+            switch commit.event {
+            case .set: kind = "set"
+            case .update(let path):
+                kind = "update"
+                base = Self.bytes(DatabasePathKey.encode(path))
+            case nil: kind = "reset"
+            }
+            let logged = commit.event == nil ? [] : commit.writtenLeaves
+            let paths = commit.event == nil ? [] : commit.clearedSubtrees.map { Self.bytes(DatabasePathKey.encode($0)) }
+            let keys = logged.map { Self.bytes(DatabasePathKey.encode($0.path)) }
+            let values = logged.map(\.value)
             try await session.execute(
                 """
-                INSERT INTO rtdb_namespaces (ns, revision) VALUES (\(namespace), \(revision))
-                ON CONFLICT (ns) DO UPDATE SET revision = excluded.revision
+                WITH n AS (
+                    INSERT INTO rtdb_namespaces (ns, revision, log_seq) VALUES (\(namespace), \(revision), 1)
+                    ON CONFLICT (ns) DO UPDATE SET revision = excluded.revision, log_seq = rtdb_namespaces.log_seq + 1
+                    RETURNING log_seq),
+                l AS (
+                    INSERT INTO rtdb_commit_log (ns, seq, revision, kind, base, paths, keys, vals)
+                    SELECT \(namespace), n.log_seq, \(revision), \(kind), \(base)::bytea, \(paths)::bytea[], \(keys)::bytea[], \(values)::text[] FROM n
+                    RETURNING seq)
+                SELECT pg_notify('\(unescaped: PostgresDatabaseTreeFeed.channel)', \(namespace) || ':' || \(String(revision))) FROM l
                 """)
             return revision
         }
@@ -125,9 +152,25 @@ public struct PostgresDatabaseTreeStore: DatabaseTreeStore {
         try await backend.write { session in
             try await session.execute(
                 """
-                INSERT INTO rtdb_namespaces (ns, revision, rules) VALUES (\(namespace), 0, \(text))
-                ON CONFLICT (ns) DO UPDATE SET rules = excluded.rules
+                WITH n AS (
+                    INSERT INTO rtdb_namespaces (ns, revision, rules, rules_version, log_seq) VALUES (\(namespace), 0, \(text), 1, 1)
+                    ON CONFLICT (ns) DO UPDATE SET rules = excluded.rules, rules_version = rtdb_namespaces.rules_version + 1,
+                        log_seq = rtdb_namespaces.log_seq + 1
+                    RETURNING log_seq, revision),
+                l AS (
+                    INSERT INTO rtdb_commit_log (ns, seq, revision, kind, base, paths, keys, vals)
+                    SELECT \(namespace), n.log_seq, n.revision, 'rules', NULL, '{}', '{}', '{}' FROM n
+                    RETURNING seq)
+                SELECT pg_notify('\(unescaped: PostgresDatabaseTreeFeed.channel)', \(namespace) || ':rules') FROM l
                 """)
+        }
+    }
+
+    /// `rtdb_namespaces.rules_version`, raised by every ``setRules(_:namespace:)`` of any server
+    /// (0 before the first): engines check it before using the rules they compiled.
+    public func rulesVersion(namespace: String) async throws -> Int64? {
+        try await backend.read { session in
+            try await session.value("SELECT rules_version FROM rtdb_namespaces WHERE ns = \(namespace)", as: Int64.self) ?? 0
         }
     }
 

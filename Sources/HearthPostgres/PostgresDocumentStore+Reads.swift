@@ -43,9 +43,11 @@ extension PostgresDocumentStore {
         guard !paths.isEmpty else { return [] }
         let rows = try await session.rows(
             """
-            SELECT DISTINCT ON (path) path, data, create_us, update_us FROM firestore_history
-            WHERE db = \(database) AND path = ANY(\(paths.map(\.text))::text[]) AND until_us > \(time.microseconds)
-            ORDER BY path, until_us
+            SELECT DISTINCT ON (h.path) h.path, h.data, h.create_us, h.update_us
+            FROM unnest(\(paths.map(\.text))::text[]) AS w(path)
+            JOIN firestore_history AS h ON h.db = \(database) AND h.path_hash = sha256(convert_to(w.path, 'UTF8')) AND h.path = w.path
+                AND h.until_us > \(time.microseconds)
+            ORDER BY h.path, h.until_us
             """)
         let then = try historyStates(rows)
         let unchanged = paths.filter { then[$0.text] == nil }
@@ -127,11 +129,14 @@ extension PostgresDocumentStore {
             }
         switch below {
         case let parent?:
-            // Paths below the collection (or document): "p/…", which sort before "p0".
+            // Paths below the collection (or document): "p/…", which sort before "p0"; each bound
+            // on `path` with the one it implies on `ipath` (its first 256 characters), which is indexed.
+            let lower = parent.text + "/", upper = parent.text + "0"
             rows = try await session.rows(
                 """
                 SELECT DISTINCT ON (path) path, data, create_us, update_us FROM firestore_history
-                WHERE db = \(database) AND until_us > \(time.microseconds) AND path >= \(parent.text + "/") AND path < \(parent.text + "0")
+                WHERE db = \(database) AND until_us > \(time.microseconds)
+                    AND ipath >= left(\(lower), 256) AND ipath <= left(\(upper), 256) AND path >= \(lower) AND path < \(upper)
                 ORDER BY path, until_us
                 """)
         default:
@@ -197,14 +202,37 @@ extension PostgresDocumentStore {
         try await backend.snapshot { session in
             let prefix = parent.isRoot ? "" : parent.text + "/"
             let end: String? = parent.isRoot ? nil : parent.text + "0"  // '0' follows '/'
+            let indexed = Self.indexedParentLength
+            /// The first parent after `from` (or at it): the lowest `iparent` of the index
+            /// `(db, iparent, iname)`, one probe. An `iparent` shorter than 256 characters is its
+            /// rows' whole parent; one of 256 is a prefix, and the lowest parent of its rows is a
+            /// second statement (which reads the rows sharing that prefix).
             func first(after from: String, inclusive: Bool) async throws -> String? {
                 // Constant fragments; values bound.
-                var sql = BoundSQL()
-                sql.text = "SELECT parent FROM firestore_documents WHERE db = " + sql.bind(database)
-                sql.text += (inclusive ? " AND parent >= " : " AND parent > ") + sql.bind(from)
-                if let end { sql.text += " AND parent < " + sql.bind(end) }
-                sql.text += " ORDER BY parent LIMIT 1"
-                return try await session.rows(sql.query).first?.decode(String.self)
+                func bounded(_ select: String, iparent: String?) -> BoundSQL {
+                    var sql = BoundSQL()
+                    sql.text = select + " FROM firestore_documents WHERE db = " + sql.bind(database)
+                    if let iparent { sql.text += " AND iparent = " + sql.bind(iparent) }
+                    let fromParameter = sql.bind(from)
+                    if !inclusive, from.unicodeScalars.count < indexed {
+                        // Shorter than the prefix: parent > from exactly when iparent > from.
+                        sql.text += " AND iparent > " + fromParameter
+                    } else {
+                        sql.text += " AND iparent >= left(" + fromParameter + ", 256)"
+                        sql.text += (inclusive ? " AND parent >= " : " AND parent > ") + fromParameter
+                    }
+                    if let end {
+                        let endParameter = sql.bind(end)
+                        sql.text += " AND iparent <= left(" + endParameter + ", 256) AND parent < " + endParameter
+                    }
+                    return sql
+                }
+                var sql = bounded("SELECT iparent, parent", iparent: nil)
+                sql.text += " ORDER BY iparent LIMIT 1"
+                guard let row = try await session.rows(sql.query).first else { return nil }
+                let (iparent, parent) = try row.decode((String, String).self)
+                guard iparent.unicodeScalars.count >= indexed else { return parent }
+                return try await session.value(bounded("SELECT min(parent)", iparent: iparent).query, as: String?.self) ?? parent
             }
             var ids: [String] = []
             var seen = Set<[UInt8]>()
@@ -228,7 +256,8 @@ extension PostgresDocumentStore {
         let rows = try await session.rows(
             """
             SELECT DISTINCT parent FROM firestore_documents
-            WHERE db = \(database) AND parent >= \(collection.text + "/") AND parent < \(collection.text + "0")
+            WHERE db = \(database) AND iparent >= left(\(collection.text + "/"), 256) AND iparent <= left(\(collection.text + "0"), 256)
+                AND parent >= \(collection.text + "/") AND parent < \(collection.text + "0")
             """)
         var out = Set<ResourcePath>()
         let depth = collection.segments.count + 1
@@ -250,12 +279,6 @@ struct BoundSQL {
         return "$\(binds.count)"
     }
 
-    /// `AND column >= lower AND column < upper`, for the bounds the range has.
-    mutating func range(_ range: KeyRange, column: String) {
-        if let lower = range.lower { text += " AND \(column) >= \(bind(ByteBuffer(bytes: lower)))" }
-        if let upper = range.upper { text += " AND \(column) < \(bind(ByteBuffer(bytes: upper)))" }
-    }
-
     var query: PostgresQuery { PostgresQuery(unsafeSQL: text, binds: binds) }
 }
 
@@ -269,8 +292,8 @@ struct DocumentCursor {
     let range: KeyRange
     let reverse: Bool
     var pageSize = PostgresDocumentStore.pageSize
-    /// The last row of the previous page: its parent and name key.
-    var last: (parent: String, nameKey: ByteBuffer)?
+    /// The last row of the previous page: its parent, name key and their indexed prefixes.
+    var last: (iparent: String, iname: ByteBuffer, parent: String, nameKey: ByteBuffer)?
     var done = false
 
     init(database: String, scope: IndexScope, range: KeyRange, reverse: Bool) {
@@ -285,26 +308,46 @@ struct DocumentCursor {
         guard !done else { return nil }
         // Every fragment below is a constant of this type; values are bound.
         var sql = BoundSQL()
-        sql.text = "SELECT path, data, create_us, update_us, parent, name_key FROM firestore_documents WHERE db = " + sql.bind(database)
+        // Each condition on a full value (parent, collection id, name key) comes with the one it
+        // implies on the indexed column (its hash, or its prefix: see migration 6).
+        sql.text = "SELECT path, data, create_us, update_us, iparent, iname, parent, name_key FROM firestore_documents WHERE db = " + sql.bind(database)
         let descending = reverse ? " DESC" : ""
+        /// The range and the last key, on `name_key` and `iname`; then the order.
+        func byName() {
+            if let lower = range.lower {
+                sql.text += " AND iname >= " + sql.bind(PostgresDocumentStore.indexedKey(lower)) + " AND name_key >= " + sql.bind(ByteBuffer(bytes: lower))
+            }
+            if let upper = range.upper {
+                sql.text += " AND iname <= " + sql.bind(PostgresDocumentStore.indexedKey(upper)) + " AND name_key < " + sql.bind(ByteBuffer(bytes: upper))
+            }
+            if let last {
+                sql.text += (reverse ? " AND iname <= " : " AND iname >= ") + sql.bind(last.iname)
+                sql.text += (reverse ? " AND name_key < " : " AND name_key > ") + sql.bind(last.nameKey)
+            }
+            sql.text += " ORDER BY iname" + descending + ", name_key" + descending
+        }
         switch scope {
         case .collection(let parent):
-            sql.text += " AND parent = " + sql.bind(parent.text)
-            sql.range(range, column: "name_key")
-            if let last { sql.text += (reverse ? " AND name_key < " : " AND name_key > ") + sql.bind(last.nameKey) }
-            sql.text += " ORDER BY name_key" + descending
+            let parentParameter = sql.bind(parent.text)
+            sql.text += " AND parent_hash = decode(md5(" + parentParameter + "), 'hex') AND parent = " + parentParameter
+            byName()
         case .group(let id):
-            sql.text += " AND collection_id = " + sql.bind(id)
-            sql.range(range, column: "name_key")
-            if let last { sql.text += (reverse ? " AND name_key < " : " AND name_key > ") + sql.bind(last.nameKey) }
-            sql.text += " ORDER BY name_key" + descending
+            let idParameter = sql.bind(id)
+            sql.text += " AND group_hash = decode(md5(" + idParameter + "), 'hex') AND collection_id = " + idParameter
+            byName()
         case .descendants(let parent):
             // Documents below `parent` are those whose parent collection lies below it ("p/…" sorts before "p0").
             if !parent.isRoot {
-                sql.text += " AND parent >= " + sql.bind(parent.text + "/") + " AND parent < " + sql.bind(parent.text + "0")
+                let lower = sql.bind(parent.text + "/"), upper = sql.bind(parent.text + "0")
+                sql.text += " AND iparent >= left(" + lower + ", 256) AND iparent <= left(" + upper + ", 256)"
+                sql.text += " AND parent >= " + lower + " AND parent < " + upper
             }
-            if let last { sql.text += " AND (parent, name_key) > (" + sql.bind(last.parent) + ", " + sql.bind(last.nameKey) + ")" }
-            sql.text += " ORDER BY parent, name_key"
+            if let last {
+                let iparent = sql.bind(last.iparent), iname = sql.bind(last.iname)
+                sql.text += " AND (iparent, iname) >= (" + iparent + ", " + iname + ")"
+                sql.text += " AND (iparent, iname, parent, name_key) > (" + iparent + ", " + iname + ", " + sql.bind(last.parent) + ", " + sql.bind(last.nameKey) + ")"
+            }
+            sql.text += " ORDER BY iparent, iname, parent, name_key"
         }
         sql.text += " LIMIT " + sql.bind(Int64(pageSize))
         let rows = try await session.rows(sql.query)
@@ -313,13 +356,14 @@ struct DocumentCursor {
         var page: [(key: [UInt8], document: Document)] = []
         page.reserveCapacity(rows.count)
         for row in rows {
-            let (path, data, create, update, parent, nameKey) = try row.decode((String, ByteBuffer, Int64, Int64, String, ByteBuffer).self)
+            let (path, data, create, update, iparent, iname, parent, nameKey) = try row.decode(
+                (String, ByteBuffer, Int64, Int64, String, ByteBuffer, String, ByteBuffer).self)
             page.append(
                 (
                     Array(nameKey.readableBytesView),
                     try PostgresDocumentStore.decodeDocument(path: ResourcePath(parsing: path), data: data, create: create, update: update)
                 ))
-            last = (parent, nameKey)
+            last = (iparent, iname, parent, nameKey)
         }
         return page
     }

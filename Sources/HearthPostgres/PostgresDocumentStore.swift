@@ -21,15 +21,28 @@ import Synchronization
 ///   Scans read pages of rows (keyset pagination, ``pageSize`` rows at most) inside that one
 ///   snapshot, run the filter row by row and stop once `limit` documents passed it, so a query's
 ///   cost follows its result size, not its collection's.
-/// - **The last commit time** is the highest row of `firestore_commit_times`: each commit inserts
-///   its own time rather than raising one shared row (which every commit would update: they
-///   would all queue for it, and concurrent ones be refused); old rows are pruned.
+/// - **Commit times**: with ``sharedClock`` (several servers: `hearth serve --database-url`), from one
+///   row, `firestore_clock` (migration 7), taken after a commit's locks and reads:
+///   `GREATEST(last + 1, proposed)`, handed to the plan, held until COMMIT — so commit times are
+///   unique, strictly increasing and in visibility order across every server (docs/postgres.md,
+///   "Several replicas"). Without it, the engine's proposed time. Either way each commit also
+///   inserts its time into `firestore_commit_times`; the last commit time is the highest of both.
+/// - **The commit log** (with ``sharedClock``): each commit, `clear` and added index also writes a
+///   row of `firestore_commit_log` (migration 8) and notifies ``commitChannel`` in its
+///   transaction; every server's ``PostgresCommitFeed`` feeds its engine's change feed from it.
 /// - **Composite index definitions** are read inside each commit's transaction, so a commit
 ///   planned before another server added an index is refused (``DocumentStoreConflict/indexes``),
 ///   and ``createIndex(_:entries:)`` back-fills in the transaction that adds the definition.
 public final class PostgresDocumentStore: DocumentStore {
     let backend: PostgresBackend
     let historyRetentionMicros: Int64
+    /// Whether commits take their times from the database's one clock (`firestore_clock`), for
+    /// several servers on one database; off: the engine's proposed time is the commit time, as
+    /// with SQLite (the default, for one engine alone). On, commits are also logged for the
+    /// servers' ``PostgresCommitFeed``s, and the engine must be `replicated` (its change feed fed
+    /// from the log): its in-process feed could hand two of its own concurrent commits to
+    /// listeners out of commit-time order (docs/postgres.md, "Several replicas").
+    let sharedClock: Bool
     /// Commits of this process, to prune old history rows every ``pruneInterval`` commits.
     let commits = Atomic<Int>(0)
     /// Writers of one document in this process queue here before they lease a connection.
@@ -41,9 +54,10 @@ public final class PostgresDocumentStore: DocumentStore {
 
     /// A store over `backend`, whose schema is migrated (``PostgresSchema/migrate(_:logger:)``).
     /// History rows (reads at a past time) are kept `historyRetentionMicros` (one hour), as SQLite does.
-    public init(backend: PostgresBackend, historyRetentionMicros: Int64 = 3_600_000_000) {
+    public init(backend: PostgresBackend, historyRetentionMicros: Int64 = 3_600_000_000, sharedClock: Bool = false) {
         self.backend = backend
         self.historyRetentionMicros = historyRetentionMicros
+        self.sharedClock = sharedClock
     }
 
     // MARK: Encoding (the SQLite store's: `ValueCodec` bytes, microsecond times, `IndexKey` name keys)
@@ -57,6 +71,17 @@ public final class PostgresDocumentStore: DocumentStore {
     /// `key`'s first ``indexedKeyLength`` bytes: its `ikey`. Truncation keeps order loosely
     /// (`a <= b` gives `ikey(a) <= ikey(b)`), so a condition on the key also bounds `ikey`.
     static func indexedKey(_ key: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: key.prefix(indexedKeyLength)) }
+
+    /// How many characters of a parent collection's (or a history row's) path its indexed column
+    /// `iparent` (`ipath`) holds (migration 6 says 256 too): at most 1 KiB of UTF-8.
+    static let indexedParentLength = 256
+
+    /// A document row matching parent `p` and name key `k` (SQL expressions) exactly: every column
+    /// of the primary key (migration 6), then the full values (`d` is the row's table alias).
+    static func documentMatch(_ d: String, parent p: String, nameKey k: String) -> String {
+        "\(d).parent_hash = decode(md5(\(p)), 'hex') AND \(d).iname = substring(\(k) FROM 1 FOR 1024) AND \(d).name_hash = sha256(\(k))"
+            + " AND \(d).parent = \(p) AND \(d).name_key = \(k)"
+    }
 
     /// A document path's key columns: its parent collection and its name key.
     static func key(_ path: ResourcePath) -> (parent: String, nameKey: ByteBuffer) {
@@ -174,7 +199,22 @@ public final class PostgresDocumentStore: DocumentStore {
     }
 
     static func lastCommitTime(_ session: PostgresSession) async throws -> Timestamp? {
-        try await session.value("SELECT max(time_us) FROM firestore_commit_times", as: Int64?.self)?.map(Timestamp.init(microseconds:))
+        // The shared clock's row and the commits recorded without it (``sharedClock`` off).
+        let last = try await session.value(
+            "SELECT GREATEST((SELECT last_us FROM firestore_clock), (SELECT coalesce(max(time_us), 0) FROM firestore_commit_times))",
+            as: Int64.self) ?? 0
+        return last == 0 ? nil : Timestamp(microseconds: last)
+    }
+
+    /// The commit's time from the one clock of every server on the database (`firestore_clock`,
+    /// migration 7): the least time above the last one taken that is at least `proposed`. Taken
+    /// after the commit's locks and reads and held (the row lock) until it commits, so commit
+    /// times are unique, strictly increasing and in the order commits become visible.
+    static func takeCommitTime(_ session: PostgresSession, proposed: Timestamp) async throws -> Timestamp {
+        let time = try await session.value(
+            "UPDATE firestore_clock SET last_us = GREATEST(last_us + 1, \(proposed.microseconds)) RETURNING last_us", as: Int64.self)
+        guard let time else { throw PostgresBackendError(.server(sqlState: "P0002"), endpoint: "", detail: "firestore_clock has no row") }
+        return Timestamp(microseconds: time)
     }
 
     /// Records a commit time: the last commit time is the highest one recorded, so it only grows
@@ -186,7 +226,7 @@ public final class PostgresDocumentStore: DocumentStore {
     // MARK: Commits
 
     public func commit<T: Sendable>(
-        _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?]) throws -> ([DocumentMutation], T)
+        _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?], Timestamp) throws -> ([DocumentMutation], T)
     ) async throws -> T {
         let locks = Self.locks(request)
         let local = Set(locks.filter(\.exclusive).map(\.key)).sorted()
@@ -196,9 +236,10 @@ public final class PostgresDocumentStore: DocumentStore {
             let read = try await Self.commitReads(session, request)
             guard read.indexVersion == request.indexVersion else { throw own.record(DocumentStoreConflict.indexes) }
             if let failed = read.failedExpectation { throw own.record(DocumentStoreConflict.document(database: failed.database, path: failed.path)) }
+            let time = self.sharedClock ? try await Self.takeCommitTime(session, proposed: request.time) : request.time
             let planned: ([DocumentMutation], T)
-            do { planned = try plan(read.current) } catch { throw own.record(error) }
-            try await Self.apply(session, planned.0, request.database, time: request.time)
+            do { planned = try plan(read.current, time) } catch { throw own.record(error) }
+            try await Self.apply(session, planned.0, request.database, time: time, logged: self.sharedClock)
             return planned.1
         }
         await pruneNowAndThen()
@@ -225,11 +266,11 @@ public final class PostgresDocumentStore: DocumentStore {
             SELECT r.n, d.update_us, NULL, NULL, NULL
             FROM unnest(\(expectations.map(\.database))::text[], \(expected.map(\.parent))::text[], \(expected.map(\.nameKey))::bytea[])
                 WITH ORDINALITY AS r(db, parent, name_key, n)
-            LEFT JOIN firestore_documents AS d ON d.db = r.db AND d.parent = r.parent AND d.name_key = r.name_key
+            LEFT JOIN firestore_documents AS d ON d.db = r.db AND \(unescaped: documentMatch("d", parent: "r.parent", nameKey: "r.name_key"))
             UNION ALL
-            SELECT -1, d.update_us, d.path, d.data, d.create_us FROM firestore_documents AS d
-            WHERE d.db = \(request.database) AND (d.parent, d.name_key) IN (
-                SELECT * FROM unnest(\(writing.map(\.parent))::text[], \(writing.map(\.nameKey))::bytea[]))
+            SELECT -1, d.update_us, d.path, d.data, d.create_us
+            FROM unnest(\(writing.map(\.parent))::text[], \(writing.map(\.nameKey))::bytea[]) AS w(parent, name_key)
+            JOIN firestore_documents AS d ON d.db = \(request.database) AND \(unescaped: documentMatch("d", parent: "w.parent", nameKey: "w.name_key"))
             """)
         var reads = CommitReads()
         var updateTimes = [Int64?](repeating: nil, count: expectations.count)
@@ -256,9 +297,9 @@ public final class PostgresDocumentStore: DocumentStore {
         let keys = paths.map(key)
         let rows = try await session.rows(
             """
-            SELECT d.path, d.data, d.create_us, d.update_us FROM firestore_documents AS d
-            WHERE d.db = \(database) AND (d.parent, d.name_key) IN (
-                SELECT * FROM unnest(\(keys.map(\.parent))::text[], \(keys.map(\.nameKey))::bytea[]))
+            SELECT d.path, d.data, d.create_us, d.update_us
+            FROM unnest(\(keys.map(\.parent))::text[], \(keys.map(\.nameKey))::bytea[]) AS w(parent, name_key)
+            JOIN firestore_documents AS d ON d.db = \(database) AND \(unescaped: documentMatch("d", parent: "w.parent", nameKey: "w.name_key"))
             """)
         var byPath: [String: Document] = [:]
         for doc in try documents(rows) { byPath[doc.path.text] = doc }
@@ -270,10 +311,13 @@ public final class PostgresDocumentStore: DocumentStore {
     /// or removed, a history row each with the state it replaces (NULL data: it was missing;
     /// an existing row for the path and time is kept, as SQLite's `INSERT OR IGNORE`), and the
     /// commit time. The parts touch disjoint rows (an entry's key ends with its document's name).
-    static func apply(_ session: PostgresSession, _ mutations: [DocumentMutation], _ database: String, time: Timestamp) async throws {
+    /// `logged` (the shared clock): also the commit's row in `firestore_commit_log` — the paths
+    /// it changed — and its notification on ``commitChannel`` (see ``logCommit(_:_:time:paths:cleared:indexes:)``).
+    static func apply(_ session: PostgresSession, _ mutations: [DocumentMutation], _ database: String, time: Timestamp, logged: Bool = false) async throws {
         if Set(mutations.map(\.path)).count < mutations.count {
             // The engine sends one mutation per document; should one come twice, they apply in order.
             for m in mutations { try await apply(session, [m], database, time: time) }
+            if logged { try await logCommit(session, database, time: time, paths: distinctPaths(mutations)) }
             return
         }
         var removed: [IndexEntry] = []
@@ -305,20 +349,50 @@ public final class PostgresDocumentStore: DocumentStore {
                     \(putKeys.map(\.parent))::text[], \(putKeys.map(\.nameKey))::bytea[], \(puts.map(\.path.text))::text[],
                     \(puts.map(\.path.collectionId))::text[], \(puts.map { bytes(ValueCodec.encode($0.fields)) })::bytea[],
                     \(puts.map(\.createTime.microseconds))::int8[], \(puts.map(\.updateTime.microseconds))::int8[])
-                ON CONFLICT (db, parent, name_key) DO UPDATE SET data = excluded.data, update_us = excluded.update_us),
+                ON CONFLICT (db, parent_hash, iname, name_hash) DO UPDATE SET data = excluded.data, update_us = excluded.update_us),
             gone AS (
-                DELETE FROM firestore_documents WHERE db = \(database) AND (parent, name_key) IN (
-                    SELECT * FROM unnest(\(gone.map(\.parent))::text[], \(gone.map(\.nameKey))::bytea[]))),
+                DELETE FROM firestore_documents AS d USING unnest(\(gone.map(\.parent))::text[], \(gone.map(\.nameKey))::bytea[]) AS g(parent, name_key)
+                WHERE d.db = \(database) AND \(unescaped: documentMatch("d", parent: "g.parent", nameKey: "g.name_key"))),
             history AS (
-                INSERT INTO firestore_history (until_us, db, path, data, create_us, update_us)
-                SELECT \(time.microseconds), \(database), p, CASE WHEN e THEN d END, CASE WHEN e THEN c END, CASE WHEN e THEN u END
+                INSERT INTO firestore_history (until_us, db, path, path_hash, data, create_us, update_us)
+                SELECT \(time.microseconds), \(database), p, sha256(convert_to(p, 'UTF8')), CASE WHEN e THEN d END, CASE WHEN e THEN c END, CASE WHEN e THEN u END
                 FROM unnest(
                     \(mutations.map(\.path.text))::text[], \(previous.map { $0 != nil })::bool[],
                     \(previous.map { bytes($0.map { ValueCodec.encode($0.fields) } ?? []) })::bytea[],
                     \(previous.map { $0?.createTime.microseconds ?? 0 })::int8[], \(previous.map { $0?.updateTime.microseconds ?? 0 })::int8[])
                     AS t(p, e, d, c, u)
-                ON CONFLICT DO NOTHING)
-            INSERT INTO firestore_commit_times (time_us) VALUES (\(time.microseconds)) ON CONFLICT DO NOTHING
+                ON CONFLICT DO NOTHING),
+            times AS (INSERT INTO firestore_commit_times (time_us) VALUES (\(time.microseconds)) ON CONFLICT DO NOTHING),
+            logged AS (
+                INSERT INTO firestore_commit_log (time_us, db, paths)
+                SELECT \(time.microseconds), \(database), \(distinctPaths(mutations))::text[] WHERE \(logged))
+            SELECT CASE WHEN \(logged) THEN pg_notify(\(commitChannel), \(database + ":" + String(time.microseconds))) END
+            """)
+    }
+
+    /// The channel every commit on the shared clock notifies, with `database:time_us` (a wake-up:
+    /// the log is the truth).
+    package static let commitChannel = "hearth_commits"
+
+    /// The documents a commit changed, each once, in the order first changed.
+    static func distinctPaths(_ mutations: [DocumentMutation]) -> [String] {
+        var seen = Set<String>()
+        return mutations.map(\.path.text).filter { seen.insert($0).inserted }
+    }
+
+    /// A commit's row in `firestore_commit_log` (migration 8) and its notification, in the
+    /// commit's transaction (PostgreSQL sends the notification only if it commits, in commit
+    /// order): the documents it changed (`paths`), or that it emptied the database (`cleared`), or
+    /// that it added a composite index (`indexes`: other servers reload their definitions).
+    static func logCommit(
+        _ session: PostgresSession, _ database: String, time: Timestamp, paths: [String], cleared: Bool = false, indexes: Bool = false
+    ) async throws {
+        try await session.execute(
+            """
+            WITH logged AS (
+                INSERT INTO firestore_commit_log (time_us, db, paths, cleared, indexes)
+                VALUES (\(time.microseconds), \(database), \(paths)::text[], \(cleared), \(indexes)))
+            SELECT pg_notify(\(commitChannel), \(database + ":" + String(time.microseconds)))
             """)
     }
 
@@ -364,7 +438,10 @@ public final class PostgresDocumentStore: DocumentStore {
         let cutoff = Int64(Date().timeIntervalSince1970 * 1_000_000) - historyRetentionMicros
         try await backend.writeCommitted { session in
             try await session.execute("DELETE FROM firestore_history WHERE until_us < \(cutoff)")
+            try await session.execute("DELETE FROM firestore_commit_log WHERE time_us < \(cutoff)")
             try await session.execute("DELETE FROM firestore_commit_times WHERE time_us < (SELECT max(time_us) FROM firestore_commit_times)")
+            // Last, so the clock row is held only until COMMIT: the change feeds' horizon.
+            try await session.execute("UPDATE firestore_clock SET pruned_us = GREATEST(pruned_us, \(cutoff))")
         }
     }
 
@@ -394,6 +471,11 @@ public final class PostgresDocumentStore: DocumentStore {
             while let page = try await cursor.nextPage(session) {
                 try await Self.insertEntries(session, def.database, page.flatMap { entries($0.document, def) })
             }
+            if self.sharedClock {
+                // Other servers reload their index definitions when their feed reads this row.
+                let time = try await Self.takeCommitTime(session, proposed: Timestamp(microseconds: 0))
+                try await Self.logCommit(session, def.database, time: time, paths: [], indexes: true)
+            }
             return def
         }
     }
@@ -403,7 +485,13 @@ public final class PostgresDocumentStore: DocumentStore {
             try await session.execute("DELETE FROM firestore_documents WHERE db = \(database)")
             try await session.execute("DELETE FROM firestore_index_entries WHERE db = \(database)")
             try await session.execute("DELETE FROM firestore_history WHERE db = \(database)")
-            try await Self.recordCommitTime(session, time)
+            guard self.sharedClock else {
+                try await session.execute("UPDATE firestore_clock SET last_us = GREATEST(last_us, \(time.microseconds))")
+                return
+            }
+            // A commit of its own on the shared clock, logged: every server's feed empties its listeners' views.
+            let assigned = try await Self.takeCommitTime(session, proposed: time)
+            try await Self.logCommit(session, database, time: assigned, paths: [], cleared: true)
         }
     }
 }

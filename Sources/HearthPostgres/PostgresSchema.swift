@@ -197,6 +197,92 @@ public enum PostgresSchema {
                     PRIMARY KEY (ring, kid), UNIQUE (ring, activates_at))
                 """,
             ]),
+        // Document paths up to Firestore's 6 KiB names (under parents of kilobytes) pass a B-tree row
+        // (about 2.7 KB, SQLSTATE 54000), so no index holds a full path or name key any more: the
+        // keys hold stored generated columns instead (as firestore_index_entries since migration 4),
+        // each condition on a full value paired in the queries with the one it implies on its
+        // column. `parent_hash`, `group_hash`: MD5 (locality only: `name_hash`, SHA-256 of the
+        // name key, which encodes the whole path, makes a row unique); `iname`: the name key's first
+        // 1024 bytes (orders like it); `iparent`, `ipath`: the first 256 characters (at most 1 KiB,
+        // ordering like the text in byte order). The history's path hash is SHA-256 of the path's
+        // UTF-8, which the statements that insert rows compute (convert_to is not immutable, so it
+        // cannot be a generated column).
+        Migration(
+            version: 6, name: "firestore-long-names",
+            statements: [
+                """
+                ALTER TABLE firestore_documents
+                    ADD COLUMN parent_hash bytea GENERATED ALWAYS AS (decode(md5(parent), 'hex')) STORED,
+                    ADD COLUMN iparent text COLLATE "C" GENERATED ALWAYS AS (left(parent, 256)) STORED,
+                    ADD COLUMN group_hash bytea GENERATED ALWAYS AS (decode(md5(collection_id), 'hex')) STORED,
+                    ADD COLUMN iname bytea GENERATED ALWAYS AS (substring(name_key FROM 1 FOR 1024)) STORED,
+                    ADD COLUMN name_hash bytea GENERATED ALWAYS AS (sha256(name_key)) STORED
+                """,
+                "ALTER TABLE firestore_documents DROP CONSTRAINT firestore_documents_pkey",
+                "ALTER TABLE firestore_documents ADD PRIMARY KEY (db, parent_hash, iname, name_hash)",
+                "DROP INDEX firestore_documents_by_group",
+                "CREATE INDEX firestore_documents_by_group ON firestore_documents (db, group_hash, iname)",
+                "CREATE INDEX firestore_documents_by_parent ON firestore_documents (db, iparent, iname)",
+                """
+                ALTER TABLE firestore_history
+                    ADD COLUMN path_hash bytea,
+                    ADD COLUMN ipath text COLLATE "C" GENERATED ALWAYS AS (left(path, 256)) STORED
+                """,
+                "UPDATE firestore_history SET path_hash = sha256(convert_to(path, 'UTF8'))",
+                "ALTER TABLE firestore_history ALTER COLUMN path_hash SET NOT NULL",
+                "ALTER TABLE firestore_history DROP CONSTRAINT firestore_history_pkey",
+                "ALTER TABLE firestore_history ADD PRIMARY KEY (db, path_hash, until_us)",
+                "CREATE INDEX firestore_history_by_path ON firestore_history (db, ipath, until_us)",
+            ]),
+        // One commit clock for every server on the database (docs/postgres.md, "Several replicas"):
+        // each commit takes its time from this row after its locks, so times are unique, strictly
+        // increasing and in the order commits become visible.
+        Migration(
+            version: 7, name: "firestore-shared-clock",
+            statements: [
+                "CREATE TABLE firestore_clock (id integer PRIMARY KEY CHECK (id = 0), last_us bigint NOT NULL)",
+                "INSERT INTO firestore_clock (id, last_us) SELECT 0, coalesce(max(time_us), 0) FROM firestore_commit_times",
+            ]),
+        // The commit log every server's change feed reads (docs/postgres.md, "Several replicas"):
+        // one row per commit on the shared clock, written in the commit's transaction — the
+        // documents it changed, or that it emptied a database, or that it added an index.
+        Migration(
+            version: 8, name: "firestore-commit-log",
+            statements: [
+                """
+                CREATE TABLE firestore_commit_log (
+                    time_us bigint PRIMARY KEY, db text NOT NULL, paths text[] NOT NULL,
+                    cleared boolean NOT NULL DEFAULT false, indexes boolean NOT NULL DEFAULT false)
+                """,
+                // Log rows (and history rows) below it may have been pruned: a feed behind it re-syncs.
+                "ALTER TABLE firestore_clock ADD COLUMN pruned_us bigint NOT NULL DEFAULT 0",
+            ]),
+        // The Realtime Database's commit log (several replicas, docs/postgres.md): every commit and
+        // every rules change of a namespace takes the next `log_seq` (under the namespace row's
+        // lock, so in commit order and without gaps) and logs one row; `rules_version` counts the
+        // namespace's rules changes. Rows older than the retention are pruned by the feeds.
+        Migration(
+            version: 9, name: "rtdb-commit-log",
+            statements: [
+                "ALTER TABLE rtdb_namespaces ADD COLUMN log_seq bigint NOT NULL DEFAULT 0",
+                "ALTER TABLE rtdb_namespaces ADD COLUMN rules_version bigint NOT NULL DEFAULT 0",
+                """
+                CREATE TABLE rtdb_commit_log (
+                    ns text NOT NULL, seq bigint NOT NULL, revision bigint NOT NULL, kind text NOT NULL, base bytea,
+                    paths bytea[] NOT NULL, keys bytea[] NOT NULL, vals text[] NOT NULL,
+                    logged_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (ns, seq))
+                """,
+                "CREATE INDEX rtdb_commit_log_by_time ON rtdb_commit_log (logged_at)",
+            ]),
+        // Sign-in attempts counted for every server on the database (docs/postgres.md, "Sign-in
+        // attempt limits"): one row per attempt, forgotten once outside the window.
+        Migration(
+            version: 10, name: "auth-sign-in-attempts",
+            statements: [
+                "CREATE TABLE auth_sign_in_attempts (id bigserial PRIMARY KEY, key bytea NOT NULL, at_ms bigint NOT NULL)",
+                "CREATE INDEX auth_sign_in_attempts_by_key ON auth_sign_in_attempts (key, at_ms)",
+                "CREATE INDEX auth_sign_in_attempts_by_time ON auth_sign_in_attempts (at_ms)",
+            ]),
     ]
 
     /// The newest version this binary knows.

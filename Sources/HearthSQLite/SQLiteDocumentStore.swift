@@ -186,7 +186,7 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
     }
 
     public func commit<T: Sendable>(
-        _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?]) throws -> ([DocumentMutation], T)
+        _ request: DocumentCommitRequest, plan: @escaping @Sendable ([Document?], Timestamp) throws -> ([DocumentMutation], T)
     ) async throws -> T {
         try await write { db in
             let access = SQLiteAccess(db: db)
@@ -195,7 +195,8 @@ public final class SQLiteDocumentStore: DocumentStore, Sendable {
                 throw DocumentStoreConflict.document(database: e.database, path: e.path)
             }
             let current = try request.writing.map { try access.document(request.database, $0) }
-            let (mutations, result) = try plan(current)
+            // The engine's clock is the only one: the proposed time is the commit time.
+            let (mutations, result) = try plan(current, request.time)
             for m in mutations { try access.apply(m, request.database, time: request.time) }
             try access.raiseLastCommitTime(request.time)
             return result

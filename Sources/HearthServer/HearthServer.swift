@@ -1,4 +1,4 @@
-import HearthCore
+public import HearthCore
 public import HearthAuth
 public import HearthAppCheck
 public import HearthDocuments
@@ -35,6 +35,8 @@ public struct HearthServer: Sendable {
     public let database: DatabaseEngine
     /// App Check (docs/app-backend.md).
     public let appCheck: AppCheckEngine
+    /// Who runs the periodic jobs that must run on one server at a time.
+    public let jobs: any JobCoordinator
     /// The certificate in force when TLS is on (`--tls-cert`), reloaded by ``TLSReloader``.
     public let tls: TLSContexts?
     /// What `/readyz` asks of the persistence beside the listeners (see ``ReadinessCheck``).
@@ -48,13 +50,19 @@ public struct HearthServer: Sendable {
         public var objects: ObjectStore
         public var database: DatabaseEngine
         public var appCheck: AppCheckEngine
+        /// Who runs the periodic jobs that must run on one server at a time (docs/postgres.md, "Workers").
+        public var jobs: any JobCoordinator
 
-        public init(documents: DocumentEngine, auth: AuthEngine, objects: ObjectStore, database: DatabaseEngine, appCheck: AppCheckEngine) {
+        public init(
+            documents: DocumentEngine, auth: AuthEngine, objects: ObjectStore, database: DatabaseEngine, appCheck: AppCheckEngine,
+            jobs: any JobCoordinator = LocalJobCoordinator()
+        ) {
             self.documents = documents
             self.auth = auth
             self.objects = objects
             self.database = database
             self.appCheck = appCheck
+            self.jobs = jobs
         }
     }
 
@@ -97,6 +105,7 @@ public struct HearthServer: Sendable {
         self.storageRules = storageRules
         self.database = engines.database
         self.appCheck = engines.appCheck
+        self.jobs = engines.jobs
         self.tls = tls
         self.readiness = readiness
         self.logger = logger

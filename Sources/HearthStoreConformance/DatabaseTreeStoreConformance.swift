@@ -1,5 +1,5 @@
 public import HearthDatabase
-public import Testing
+import Testing
 import HearthCore
 
 /// The scenarios every ``DatabaseTreeStore`` passes — in-memory, SQLite, PostgreSQL — run by each

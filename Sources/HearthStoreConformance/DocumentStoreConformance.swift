@@ -45,6 +45,7 @@ public enum DocumentStoreConformance {
         Case("A snapshot at a past time merges the history into long scans: order, range, filter, limit", longScansAtPastTime),
         Case("createIndex back-fills atomically: a concurrent commit planned before it is either back-filled or refused", createIndexWhileCommitting),
         Case("Index keys of 3 KB to 600 KB sharing long prefixes with short ones scan in byte order both ways, by range, past a page, and are replaced", longIndexKeys),
+        Case("Document names of 1 to 6 KiB under parents of 1 to 4 KiB: point reads, scans of collections, groups and descendants, collection ids, parents, past times, deletes", longDocumentNames),
     ]
 
     /// Runs every scenario, each on a store `make` creates fresh.
@@ -74,7 +75,7 @@ public enum DocumentStoreConformance {
     /// Creates each document in its own commit, the i-th at time 10 + i with n = i.
     static func commitEach(_ store: any DocumentStore, _ names: [String]) async throws {
         for (i, name) in names.enumerated() {
-            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _ in ([Self.put(Self.doc(name, Int64(i), at: Int64(10 + i)))], ()) }
+            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _, _ in ([Self.put(Self.doc(name, Int64(i), at: Int64(10 + i)))], ()) }
         }
     }
 
@@ -102,7 +103,7 @@ public enum DocumentStoreConformance {
 
     static func commitAppliesThePlan(_ store: any DocumentStore) async throws {
         let a1 = Self.doc("c/a", 1, at: 10)
-        let seen = try await store.commit(Self.request(10, writing: ["c/a", "c/b"])) { current in
+        let seen = try await store.commit(Self.request(10, writing: ["c/a", "c/b"])) { current, _ in
             ([Self.put(a1)], current.map { $0?.path.text })
         }
         #expect(seen == [nil, nil])
@@ -110,7 +111,7 @@ public enum DocumentStoreConformance {
         #expect(try await store.lastCommitTime() == Timestamp(microseconds: 10))
 
         let a2 = Self.doc("c/a", 2, at: 20, created: 10)
-        let current = try await store.commit(Self.request(20, writing: ["c/b", "c/a"])) { current in
+        let current = try await store.commit(Self.request(20, writing: ["c/b", "c/a"])) { current, _ in
             ([Self.put(a2, previous: a1)], current)
         }
         #expect(current == [nil, a1])
@@ -121,7 +122,7 @@ public enum DocumentStoreConformance {
         #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 5)) == [nil])
         #expect(try await store.documents(Self.db, [path("c/a")], at: Timestamp(microseconds: 25)) == [a2])
 
-        try await store.commit(Self.request(30, writing: ["c/a"])) { _ in
+        try await store.commit(Self.request(30, writing: ["c/a"])) { _, _ in
             ([DocumentMutation(path: path("c/a"), document: nil, entries: [], oldEntries: IndexEntries.all(a2, []), previous: a2)], ())
         }
         #expect(try await stored(store, "c/a") == nil)
@@ -141,9 +142,9 @@ public enum DocumentStoreConformance {
 
     static func pointReads(_ store: any DocumentStore) async throws {
         let a1 = Self.doc("c/a", 1, at: 10), b1 = Self.doc("c/b", 1, at: 10), nested = Self.doc("c/a/sub/x", 7, at: 10)
-        try await store.commit(Self.request(10, writing: ["c/a", "c/b", "c/a/sub/x"])) { _ in ([Self.put(a1), Self.put(b1), Self.put(nested)], ()) }
+        try await store.commit(Self.request(10, writing: ["c/a", "c/b", "c/a/sub/x"])) { _, _ in ([Self.put(a1), Self.put(b1), Self.put(nested)], ()) }
         let a2 = Self.doc("c/a", 2, at: 20, created: 10)
-        try await store.commit(Self.request(20, writing: ["c/a", "c/b"])) { _ in
+        try await store.commit(Self.request(20, writing: ["c/a", "c/b"])) { _, _ in
             ([Self.put(a2, previous: a1), DocumentMutation(path: path("c/b"), document: nil, entries: [], oldEntries: IndexEntries.all(b1, []), previous: b1)], ())
         }
         let paths = ["c/b", "c/a", "c/missing", "c/a", "c/a/sub/x"].map(path)
@@ -160,7 +161,7 @@ public enum DocumentStoreConformance {
     static func collectionIdsNow(_ store: any DocumentStore) async throws {
         let names = ["b/1", "a/1", "a-x/1", "a/1/sub/2", "a/1/sub/3", "a/1/other/4", "a/2/deep/5", "a/1/sub/2/z/6"]
         for (i, name) in names.enumerated() {
-            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _ in ([Self.put(Self.doc(name, Int64(i), at: Int64(10 + i)))], ()) }
+            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _, _ in ([Self.put(Self.doc(name, Int64(i), at: Int64(10 + i)))], ()) }
         }
         #expect(try await store.collectionIds(Self.db, parent: .root) == ["a", "a-x", "b"])
         #expect(try await store.collectionIds(Self.db, parent: path("a/1")) == ["other", "sub"])
@@ -170,14 +171,14 @@ public enum DocumentStoreConformance {
     }
 
     static func pointReadsAreConsistent(_ store: any DocumentStore) async throws {
-        try await store.commit(Self.request(1, writing: ["c/a", "c/b"])) { _ in
+        try await store.commit(Self.request(1, writing: ["c/a", "c/b"])) { _, _ in
             ([Self.put(Self.doc("c/a", 0, at: 1)), Self.put(Self.doc("c/b", 0, at: 1))], ())
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for i in 1...60 {
                     let time = Int64(1 + i)
-                    try await store.commit(Self.request(time, writing: ["c/a", "c/b"])) { current in
+                    try await store.commit(Self.request(time, writing: ["c/a", "c/b"])) { current, _ in
                         ([
                             Self.put(Self.doc("c/a", Int64(i), at: time, created: 1), previous: current[0]),
                             Self.put(Self.doc("c/b", Int64(i), at: time, created: 1), previous: current[1]),
@@ -200,11 +201,11 @@ public enum DocumentStoreConformance {
 
     static func expectationsAreChecked(_ store: any DocumentStore) async throws {
         let a = Self.doc("c/a", 1, at: 10)
-        try await store.commit(Self.request(10, writing: ["c/a"])) { _ in ([Self.put(a)], ()) }
+        try await store.commit(Self.request(10, writing: ["c/a"])) { _, _ in ([Self.put(a)], ()) }
         let planned = PlanCounter()
         for expectation: (String, Int64?) in [("c/a", 9), ("c/a", nil), ("c/other", 10)] {
             await #expect(throws: DocumentStoreConflict.document(database: Self.db, path: path(expectation.0))) {
-                try await store.commit(Self.request(20, writing: ["c/b"], expecting: [expectation])) { _ in
+                try await store.commit(Self.request(20, writing: ["c/b"], expecting: [expectation])) { _, _ in
                     planned.count.withLock { $0 += 1 }
                     return ([Self.put(Self.doc("c/b", 1, at: 20))], ())
                 }
@@ -214,7 +215,7 @@ public enum DocumentStoreConformance {
         #expect(try await stored(store, "c/b") == nil)
         #expect(try await store.lastCommitTime() == Timestamp(microseconds: 10))
         // Expectations that hold (stored update time, still missing) let it through.
-        try await store.commit(Self.request(20, writing: ["c/b"], expecting: [("c/a", 10), ("c/other", nil)])) { _ in
+        try await store.commit(Self.request(20, writing: ["c/b"], expecting: [("c/a", 10), ("c/other", nil)])) { _, _ in
             ([Self.put(Self.doc("c/b", 1, at: 20))], ())
         }
         #expect(try await stored(store, "c/b") != nil)
@@ -222,12 +223,14 @@ public enum DocumentStoreConformance {
 
     static func failingPlanChangesNothing(_ store: any DocumentStore) async throws {
         struct Refused: Error {}
+        let assigned = AssignedTimes()
         try await withThrowingTaskGroup(of: Bool.self) { group in
             for i in 0..<40 {
                 group.addTask {
                     do {
-                        try await store.commit(Self.request(Int64(100 + i), writing: ["c/d\(i)"])) { _ in
+                        try await store.commit(Self.request(Int64(100 + i), writing: ["c/d\(i)"])) { _, time in
                             if i % 4 == 0 { throw Refused() }
+                            assigned.record(Int64(100 + i), time)
                             return ([Self.put(Self.doc("c/d\(i)", Int64(i), at: Int64(100 + i)))], ())
                         }
                         return true
@@ -242,23 +245,38 @@ public enum DocumentStoreConformance {
         }
         for i in 0..<40 { #expect(try await stored(store, "c/d\(i)") == (i % 4 == 0 ? nil : Self.doc("c/d\(i)", Int64(i), at: Int64(100 + i)))) }
         #expect(try await entries(store).count == 30)
-        #expect(try await store.lastCommitTime() == Timestamp(microseconds: 139))
+        #expect(assigned.noneEarlier)
+        #expect(try await store.lastCommitTime() == assigned.latest)
     }
 
     static func lastCommitTimeGrows(_ store: any DocumentStore) async throws {
-        try await store.commit(Self.request(50, writing: ["c/a"])) { _ in ([Self.put(Self.doc("c/a", 1, at: 50))], ()) }
-        try await store.commit(Self.request(40, writing: ["c/b"])) { _ in ([Self.put(Self.doc("c/b", 1, at: 40))], ()) }
-        #expect(try await store.lastCommitTime() == Timestamp(microseconds: 50))
+        let assigned = AssignedTimes()
+        try await store.commit(Self.request(50, writing: ["c/a"])) { _, time in
+            assigned.record(50, time)
+            return ([Self.put(Self.doc("c/a", 1, at: time.microseconds))], ())
+        }
+        try await store.commit(Self.request(40, writing: ["c/b"])) { _, time in
+            assigned.record(40, time)
+            return ([Self.put(Self.doc("c/b", 1, at: time.microseconds))], ())
+        }
+        // 50 (a store with a clock of its own keeps the proposed times), or 51 (a shared clock:
+        // the second commit's time is above the first's).
+        #expect(assigned.noneEarlier)
+        let last = try #require(assigned.latest)
+        #expect(try await store.lastCommitTime() == last)
         try await store.clear(Self.db, time: Timestamp(microseconds: 45))
-        #expect(try await store.lastCommitTime() == Timestamp(microseconds: 50))
+        // A shared clock gives the clear a commit time of its own (the next one: it is logged
+        // for the other servers' change feeds); a store with a clock of its own keeps the last.
+        let sharedClock = last.microseconds == 51
+        #expect(try await store.lastCommitTime() == (sharedClock ? Timestamp(microseconds: 52) : last))
         try await store.clear(Self.db, time: Timestamp(microseconds: 60))
         #expect(try await store.lastCommitTime() == Timestamp(microseconds: 60))
     }
 
     static func clearOneDatabase(_ store: any DocumentStore) async throws {
-        try await store.commit(Self.request(10, writing: ["c/a"])) { _ in ([Self.put(Self.doc("c/a", 1, at: 10))], ()) }
+        try await store.commit(Self.request(10, writing: ["c/a"])) { _, _ in ([Self.put(Self.doc("c/a", 1, at: 10))], ()) }
         let other = DocumentCommitRequest(database: "other", time: Timestamp(microseconds: 11), writing: [path("c/a")], expectations: [], indexVersion: 15)
-        try await store.commit(other) { _ in ([Self.put(Self.doc("c/a", 2, at: 11))], ()) }
+        try await store.commit(other) { _, _ in ([Self.put(Self.doc("c/a", 2, at: 11))], ()) }
         try await store.clear(Self.db, time: Timestamp(microseconds: 12))
         #expect(try await stored(store, "c/a") == nil)
         #expect(try await entries(store).isEmpty)
@@ -267,7 +285,7 @@ public enum DocumentStoreConformance {
 
     static func createIndex(_ store: any DocumentStore) async throws {
         for (i, name) in ["g/a", "g/b", "other/x/g/c", "h/d"].enumerated() {
-            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _ in ([Self.put(Self.doc(name, Int64(i), at: Int64(10 + i)))], ()) }
+            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _, _ in ([Self.put(Self.doc(name, Int64(i), at: Int64(10 + i)))], ()) }
         }
         let proposed = IndexDefinition(
             id: 0, database: Self.db, collectionGroup: "g", groupScope: true, fields: [.init(field("n"), .descending)],
@@ -281,9 +299,9 @@ public enum DocumentStoreConformance {
 
         // A commit planned before the index existed is refused; one planned with it passes.
         await #expect(throws: DocumentStoreConflict.indexes) {
-            try await store.commit(Self.request(20, writing: ["g/e"], indexVersion: 15)) { _ in ([Self.put(Self.doc("g/e", 9, at: 20))], ()) }
+            try await store.commit(Self.request(20, writing: ["g/e"], indexVersion: 15)) { _, _ in ([Self.put(Self.doc("g/e", 9, at: 20))], ()) }
         }
-        try await store.commit(Self.request(21, writing: ["g/e"], indexVersion: 16)) { _ in ([Self.put(Self.doc("g/e", 9, at: 21))], ()) }
+        try await store.commit(Self.request(21, writing: ["g/e"], indexVersion: 16)) { _, _ in ([Self.put(Self.doc("g/e", 9, at: 21))], ()) }
         let second = IndexDefinition(
             id: 0, database: Self.db, collectionGroup: "h", groupScope: false, fields: [.init(field("n"), .ascending)],
             automatic: false)
@@ -328,7 +346,7 @@ public enum DocumentStoreConformance {
         for (i, (name, n)) in [("c/a", 3), ("c/b", 1), ("c/c", 2), ("c/d", 1)].enumerated() {
             let d = Self.doc(name, Int64(n), at: Int64(10 + i))
             let entries = IndexEntries.all(d, []) + (name == "c/d" ? [ghost] : [])
-            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _ in
+            try await store.commit(Self.request(Int64(10 + i), writing: [name])) { _, _ in
                 ([DocumentMutation(path: d.path, document: d, entries: entries, oldEntries: [], previous: nil)], ())
             }
         }
@@ -365,9 +383,9 @@ public enum DocumentStoreConformance {
     static func snapshotAtPastTime(_ store: any DocumentStore) async throws {
         // At 10: c/a (n 1), c/b (n 1). At 20: c/a → n 2, c/b deleted, c/c created.
         let a1 = Self.doc("c/a", 1, at: 10), b1 = Self.doc("c/b", 1, at: 10)
-        try await store.commit(Self.request(10, writing: ["c/a", "c/b"])) { _ in ([Self.put(a1), Self.put(b1)], ()) }
+        try await store.commit(Self.request(10, writing: ["c/a", "c/b"])) { _, _ in ([Self.put(a1), Self.put(b1)], ()) }
         let a2 = Self.doc("c/a", 2, at: 20, created: 10), c2 = Self.doc("c/c", 2, at: 20)
-        try await store.commit(Self.request(20, writing: ["c/a", "c/b", "c/c"])) { _ in
+        try await store.commit(Self.request(20, writing: ["c/a", "c/b", "c/c"])) { _, _ in
             ([Self.put(a2, previous: a1), Self.put(c2),
               DocumentMutation(path: path("c/b"), document: nil, entries: [], oldEntries: IndexEntries.all(b1, []), previous: b1)], ())
         }
@@ -402,14 +420,14 @@ public enum DocumentStoreConformance {
     }
 
     static func snapshotsAreConsistent(_ store: any DocumentStore) async throws {
-        try await store.commit(Self.request(1, writing: ["c/a", "e/b"])) { _ in
+        try await store.commit(Self.request(1, writing: ["c/a", "e/b"])) { _, _ in
             ([Self.put(Self.doc("c/a", 0, at: 1)), Self.put(Self.doc("e/b", 0, at: 1))], ())
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for i in 1...60 {
                     let time = Int64(1 + i)
-                    try await store.commit(Self.request(time, writing: ["c/a", "e/b"])) { current in
+                    try await store.commit(Self.request(time, writing: ["c/a", "e/b"])) { current, _ in
                         ([
                             Self.put(Self.doc("c/a", Int64(i), at: time, created: 1), previous: current[0]),
                             Self.put(Self.doc("e/b", Int64(i), at: time, created: 1), previous: current[1]),
@@ -451,13 +469,16 @@ extension DocumentStoreConformance {
 
     static func concurrentRewrites(_ store: any DocumentStore) async throws {
         let runs = PlanCounter()
+        let assigned = AssignedTimes()
         let writers = 16
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<writers {
                 group.addTask {
-                    let time = Int64(100 + i)
-                    try await store.commit(Self.request(time, writing: ["c/counter"])) { current in
+                    let proposed = Int64(100 + i)
+                    try await store.commit(Self.request(proposed, writing: ["c/counter"])) { current, assignedTime in
                         runs.count.withLock { $0 += 1 }
+                        assigned.record(proposed, assignedTime)
+                        let time = assignedTime.microseconds
                         let next = (Self.number(current[0]) ?? 0) + 1
                         let created = current[0]?.createTime.microseconds ?? time
                         return ([Self.put(Self.doc("c/counter", next, at: time, created: created), previous: current[0])], ())
@@ -468,17 +489,19 @@ extension DocumentStoreConformance {
         }
         #expect(Self.number(try await stored(store, "c/counter")) == Int64(writers), "every commit saw the one before it")
         #expect(runs.count.withLock { $0 } >= writers)
-        #expect(try await store.lastCommitTime() == Timestamp(microseconds: Int64(100 + writers - 1)))
+        #expect(assigned.noneEarlier)
+        // The highest time: 115 (a clock of its own keeps the proposed times), or later (a shared clock).
+        #expect(try await store.lastCommitTime() == assigned.latest)
     }
 
     static func concurrentExpectations(_ store: any DocumentStore) async throws {
-        try await store.commit(Self.request(10, writing: ["c/a"])) { _ in ([Self.put(Self.doc("c/a", 1, at: 10))], ()) }
+        try await store.commit(Self.request(10, writing: ["c/a"])) { _, _ in ([Self.put(Self.doc("c/a", 1, at: 10))], ()) }
         let winners = try await withThrowingTaskGroup(of: Int?.self) { group in
             for i in 0..<8 {
                 group.addTask {
                     let time = Int64(20 + i)
                     do {
-                        try await store.commit(Self.request(time, writing: ["c/a"], expecting: [("c/a", 10)])) { current in
+                        try await store.commit(Self.request(time, writing: ["c/a"], expecting: [("c/a", 10)])) { current, _ in
                             ([Self.put(Self.doc("c/a", Int64(100 + i), at: time, created: 10), previous: current[0])], ())
                         }
                         return i
@@ -500,13 +523,13 @@ extension DocumentStoreConformance {
         for round in 0..<10 {
             let a = "s\(round)/a", b = "s\(round)/b"
             let t = Int64(10 + 10 * round)
-            try await store.commit(Self.request(t, writing: [a, b])) { _ in ([Self.put(Self.doc(a, 0, at: t)), Self.put(Self.doc(b, 0, at: t))], ()) }
+            try await store.commit(Self.request(t, writing: [a, b])) { _, _ in ([Self.put(Self.doc(a, 0, at: t)), Self.put(Self.doc(b, 0, at: t))], ()) }
             let applied = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for (i, (write, expect)) in [(a, b), (b, a)].enumerated() {
                     group.addTask {
                         let time = t + 1 + Int64(i)
                         do {
-                            try await store.commit(Self.request(time, writing: [write], expecting: [(expect, t)])) { current in
+                            try await store.commit(Self.request(time, writing: [write], expecting: [(expect, t)])) { current, _ in
                                 ([Self.put(Self.doc(write, 1, at: time, created: t), previous: current[0])], ())
                             }
                             return true
@@ -526,7 +549,7 @@ extension DocumentStoreConformance {
     /// 600 documents p/d000…p/d599 (n = i) in one commit at time 10.
     static func commitMany(_ store: any DocumentStore) async throws -> [Document] {
         let docs = (0..<600).map { i in Self.doc("p/d" + String(1000 + i).dropFirst(), Int64(i), at: 10) }
-        try await store.commit(Self.request(10, writing: docs.map(\.path.text))) { _ in (docs.map { Self.put($0) }, ()) }
+        try await store.commit(Self.request(10, writing: docs.map(\.path.text))) { _, _ in (docs.map { Self.put($0) }, ()) }
         return docs
     }
 
@@ -579,7 +602,7 @@ extension DocumentStoreConformance {
         }
         mutations.append(Self.put(Self.doc("p/e1", 7, at: 20)))
         let planned = mutations
-        try await store.commit(Self.request(20, writing: planned.map(\.path.text))) { _ in (planned, ()) }
+        try await store.commit(Self.request(20, writing: planned.map(\.path.text))) { _, _ in (planned, ()) }
         let p = DocumentScanSource.documents(.collection(path("p")))
         func at(_ t: Int64, _ scan: DocumentScan) async throws -> [Document] {
             try await store.snapshot(DocumentSnapshotRead(database: db, at: Timestamp(microseconds: t), scans: [scan])).scans[0]
@@ -611,7 +634,7 @@ extension DocumentStoreConformance {
                     let name = "g/w\(i)"
                     do {
                         // Planned before the index: its index entries are those of index version 15.
-                        try await store.commit(Self.request(Int64(100 + i), writing: [name], indexVersion: 15)) { _ in
+                        try await store.commit(Self.request(Int64(100 + i), writing: [name], indexVersion: 15)) { _, _ in
                             ([Self.put(Self.doc(name, Int64(100 + i), at: Int64(100 + i)))], ())
                         }
                     } catch DocumentStoreConflict.indexes {
@@ -651,7 +674,7 @@ extension DocumentStoreConformance {
                 path: path("k/d" + String(1000 + i).dropFirst()), fields: ["s": .string(longString(i))],
                 createTime: Timestamp(microseconds: 10), updateTime: Timestamp(microseconds: 10))
         }
-        try await store.commit(Self.request(10, writing: docs.map(\.path.text))) { _ in (docs.map { Self.put($0) }, ()) }
+        try await store.commit(Self.request(10, writing: docs.map(\.path.text))) { _, _ in (docs.map { Self.put($0) }, ()) }
 
         let byS = IndexEntries.singleFieldPrefix(IndexDefinition.singleFieldAscending, field("s"))
         let source = DocumentScanSource.index(scope: IndexScope.collection(path("k")).key)
@@ -687,12 +710,165 @@ extension DocumentStoreConformance {
         replaced[8].fields = ["s": .string(longString(101))]
         let changed = [7, 8, 21, 22, 35]
         let mutations = changed.map { Self.put(replaced[$0], previous: docs[$0]) }
-        try await store.commit(Self.request(11, writing: changed.map { docs[$0].path.text })) { _ in (mutations, ()) }
+        try await store.commit(Self.request(11, writing: changed.map { docs[$0].path.text })) { _, _ in (mutations, ()) }
         entries = sortedEntries(replaced)
         expected = entries.map(\.document)
         #expect(try await scan(store, DocumentScan(source, range: .prefix(byS))) == expected, "no entry of the old values is left")
         #expect(try await scan(store, DocumentScan(source, range: .prefix(byS), reverse: true)) == expected.reversed())
         #expect(try await stored(store, docs[7].path.text) == replaced[7])
+    }
+}
+
+extension DocumentStoreConformance {
+    /// 6,000 pseudo-random letters and digits: long names a B-tree cannot compress into a row
+    /// (PostgreSQL compresses index rows, so 6 KB of one letter would fit).
+    static let noiseText: String = {
+        let symbols = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        var x: UInt64 = 0x9E37_79B9_7F4A_7C15
+        return String((0..<6000).map { _ in
+            x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return symbols[Int(x >> 33) % symbols.count]
+        })
+    }()
+
+    /// The first `count` characters of ``noiseText``.
+    static func noise(_ count: Int) -> String { String(noiseText.prefix(count)) }
+
+    /// The name of document `i` of a collection of ``longDocumentNames``: 1–6 KiB of noise with a
+    /// tail, many alike in their first kilobytes (some across the 1024th byte), and every tenth
+    /// short (a prefix of the long ones).
+    static func longName(_ i: Int) -> String {
+        let tails = ["", "a", "b", "x", "\u{7F}", "é", "~"]
+        switch i % 10 {
+        case 0: return noise(1 + i * 20)
+        case 1: return noise(6000) + tails[i % tails.count] + String(i)
+        case 2: return noise(1023) + String(i)
+        case 3: return String(repeating: "é", count: 700) + String(i)
+        default: return noise(1000 + (i % 9) * 500) + tails[i % tails.count] + String(i)
+        }
+    }
+
+    /// `paths` in byte order of their name keys: the order of collection and collection-group scans.
+    static func inNameOrder(_ paths: [String]) -> [String] {
+        paths.map { ($0, IndexKey.encodePath(path($0))) }.sorted { $0.1.lexicographicallyPrecedes($1.1) }.map { $0.0 }
+    }
+
+    static func longDocumentNames(_ store: any DocumentStore) async throws {
+        let p3 = "s/" + noise(3000)  // a document path of 3 KB
+        let big = p3 + "/c"  // 300 documents: scans past a page
+        let collections: [(String, Int)] = [
+            (big, 300), (p3 + "x/c", 20), ("s/" + noise(4000) + "/c", 10), ("c", 12),
+            // Parents of 255, 256 and 257 characters: around the indexed prefix of parents.
+            ("s/" + noise(251) + "/c", 6), ("s/" + noise(252) + "/c", 6), ("s/" + noise(253) + "/c", 6),
+        ]
+        var paths = collections.flatMap { c, n in (0..<n).map { c + "/" + longName($0) } }
+        let longIds = ["i", "i" + noise(299), "i" + noise(1499), "i" + noise(1499) + "j", "j"]
+        paths += longIds.map { "s/q/" + $0 + "/" + longName(11) }
+        // Beside and below the big collection: other collections of its parent, documents deeper in it.
+        let deep = big + "/" + longName(21) + "/deep/" + longName(31)
+        paths += [p3 + "/b/" + longName(41), p3 + "/d" + noise(1499) + "/" + longName(1), deep, big + "/" + longName(22) + "/deep/z"]
+        #expect(Set(paths).count == paths.count && paths.contains { $0.utf8.count > 9000 })
+        let docs = paths.enumerated().map { i, p in Self.doc(p, Int64(i), at: 10) }
+        try await store.commit(Self.request(10, writing: paths)) { _, _ in (docs.map { Self.put($0) }, ()) }
+        let byPath = Dictionary(docs.map { ($0.path.text, $0) }, uniquingKeysWith: { first, _ in first })
+
+        // Point reads, one by one and all at once.
+        for p in [big + "/" + longName(1), big + "/" + longName(299), deep, "c/" + longName(3), paths.last!] {
+            #expect(try await stored(store, p) == byPath[p])
+        }
+        #expect(try await store.documents(Self.db, docs.map(\.path), at: nil) == docs)
+        #expect(try await store.documents(Self.db, [path(big + "/" + longName(1) + "y"), path(p3 + "x/c/" + longName(1))], at: nil) == [nil, byPath[p3 + "x/c/" + longName(1)]])
+
+        // The big collection: name order both ways, limits, ranges, paging past 256 rows.
+        let bigSource = DocumentScanSource.documents(.collection(path(big)))
+        let inBig = inNameOrder(paths.filter { $0.hasPrefix(big + "/") && path($0).parent.text == big })
+        #expect(inBig.count == 300)
+        #expect(try await scan(store, DocumentScan(bigSource)) == inBig)
+        #expect(try await scan(store, DocumentScan(bigSource, reverse: true)) == inBig.reversed())
+        #expect(try await scan(store, DocumentScan(bigSource, limit: 7)) == Array(inBig.prefix(7)))
+        #expect(try await scan(store, DocumentScan(bigSource, reverse: true, limit: 270)) == Array(inBig.reversed().prefix(270)))
+        for (lo, hi) in [(40, 290), (1, 299), (120, 121), (200, 200)] {
+            let range = KeyRange(lower: IndexKey.encodePath(path(inBig[lo])), upper: IndexKey.encodePath(path(inBig[hi])))
+            #expect(try await scan(store, DocumentScan(bigSource, range: range)) == Array(inBig[lo..<hi]), "\(lo)..<\(hi)")
+            #expect(try await scan(store, DocumentScan(bigSource, range: range, reverse: true, limit: 3)) == Array(inBig[lo..<hi].reversed().prefix(3)))
+        }
+        for (c, _) in collections {
+            let inC = inNameOrder(paths.filter { path($0).parent.text == c })
+            #expect(try await scan(store, DocumentScan(.documents(.collection(path(c))))) == inC, "\(c.prefix(12))… (\(c.count))")
+        }
+
+        // The collection group "c": every collection of that id, in name key order.
+        let inGroup = inNameOrder(paths.filter { path($0).collectionId == "c" })
+        #expect(inGroup.count == 360, "300 + 20 + 10 + 12 + 3 × 6")
+        #expect(try await scan(store, DocumentScan(.documents(.group("c")))) == inGroup)
+        #expect(try await scan(store, DocumentScan(.documents(.group("c")), reverse: true, limit: 300)) == Array(inGroup.reversed().prefix(300)))
+        let longId = "i" + noise(1499)
+        #expect(try await scan(store, DocumentScan(.documents(.group(longId)))) == ["s/q/" + longId + "/" + longName(11)])
+
+        // Descendants (kindless: unordered), each once.
+        let belowP3 = try await scan(store, DocumentScan(.documents(.descendants(path(p3)))))
+        let expectedBelowP3 = Set(paths.filter { $0.hasPrefix(p3 + "/") })
+        #expect(belowP3.count == expectedBelowP3.count)
+        #expect(Set(belowP3) == expectedBelowP3)
+        let everything = try await scan(store, DocumentScan(.documents(.descendants(.root))))
+        #expect(everything.count == paths.count)
+        #expect(Set(everything) == Set(paths))
+        #expect(try await scan(store, DocumentScan(.documents(.descendants(path(big + "/" + longName(21)))))) == [deep])
+
+        // Collection ids in byte order, over long parents and long ids.
+        #expect(try await store.collectionIds(Self.db, parent: .root) == ["c", "s"])
+        #expect(try await store.collectionIds(Self.db, parent: path(p3)) == ["b", "c", "d" + noise(1499)])
+        #expect(try await store.collectionIds(Self.db, parent: path("s/q")) == longIds)
+        #expect(try await store.collectionIds(Self.db, parent: path(big + "/" + longName(21))) == ["deep"])
+        for k in [251, 252, 253] {
+            #expect(try await store.collectionIds(Self.db, parent: path("s/" + noise(k))) == ["c"])
+        }
+
+        // Parents of documents one level below a collection.
+        let underS = try await store.snapshot(DocumentSnapshotRead(database: db, parentsBelow: path("s"))).parents
+        let expectedUnderS = Set(collections.map { $0.0 }.filter { $0.hasPrefix("s/") }.map { path($0).parent } + [path("s/q")])
+        #expect(Set(underS) == expectedUnderS)
+        let underBig = try await store.snapshot(DocumentSnapshotRead(database: db, parentsBelow: path(big))).parents
+        #expect(Set(underBig) == [path(big + "/" + longName(21)), path(big + "/" + longName(22))])
+
+        // At 20: rewrite some, delete some, create one; reads at 15 see the state before.
+        let rewritten = [1, 2, 5, 150, 299].map { big + "/" + longName($0) }
+        let deleted = [3, 11, 200].map { big + "/" + longName($0) } + [deep]
+        let created = Self.doc(big + "/" + longName(1) + "y", 1000, at: 20)
+        var mutations = rewritten.map { Self.put(Self.doc($0, 500, at: 20, created: 10), previous: byPath[$0]) }
+        mutations += deleted.map { p in
+            DocumentMutation(path: path(p), document: nil, entries: [], oldEntries: IndexEntries.all(byPath[p]!, []), previous: byPath[p])
+        }
+        mutations.append(Self.put(created))
+        let planned = mutations
+        try await store.commit(Self.request(20, writing: planned.map(\.path.text))) { _, _ in (planned, ()) }
+        #expect(try await store.documents(Self.db, (rewritten + deleted).map(path), at: Timestamp(microseconds: 15)) == (rewritten + deleted).map { byPath[$0] })
+        #expect(try await store.documents(Self.db, [created.path], at: Timestamp(microseconds: 15)) == [nil])
+        let rewrittenNow: [Document?] = rewritten.map { Self.doc($0, 500, at: 20, created: 10) }
+        let deletedNow = [Document?](repeating: nil, count: deleted.count)
+        #expect(try await store.documents(Self.db, (rewritten + deleted).map(path), at: nil) == rewrittenNow + deletedNow)
+        for p in deleted { #expect(try await stored(store, p) == nil) }
+        #expect(try await stored(store, created.path.text) == created)
+        func at(_ t: Int64, _ scan: DocumentScan) async throws -> [String] {
+            try await store.snapshot(DocumentSnapshotRead(database: db, at: Timestamp(microseconds: t), scans: [scan])).scans[0].map(\.path.text)
+        }
+        let inBigNow = inNameOrder(inBig.filter { !deleted.contains($0) } + [created.path.text])
+        #expect(try await at(15, DocumentScan(bigSource)) == inBig)
+        #expect(try await at(15, DocumentScan(bigSource, reverse: true, limit: 260)) == Array(inBig.reversed().prefix(260)))
+        #expect(try await at(25, DocumentScan(bigSource)) == inBigNow)
+        #expect(try await scan(store, DocumentScan(bigSource)) == inBigNow)
+        #expect(try await scan(store, DocumentScan(bigSource, reverse: true)) == inBigNow.reversed())
+        let belowP3Then = try await at(15, DocumentScan(.documents(.descendants(path(p3)))))
+        #expect(belowP3Then.count == belowP3.count)
+        #expect(Set(belowP3Then) == Set(belowP3))
+        let belowP3Now = try await scan(store, DocumentScan(.documents(.descendants(path(p3)))))
+        let expectedBelowP3Now: Set<String> = Set(belowP3).subtracting(deleted).union([created.path.text])
+        #expect(Set(belowP3Now) == expectedBelowP3Now)
+        #expect(belowP3Now.count == expectedBelowP3Now.count)
+        #expect(try await scan(store, DocumentScan(.documents(.group("c")))) == inNameOrder(inGroup.filter { !deleted.contains($0) } + [created.path.text]))
+        #expect(try await store.collectionIds(Self.db, parent: path(big + "/" + longName(21))).isEmpty)
+        let underBigNow = try await store.snapshot(DocumentSnapshotRead(database: db, parentsBelow: path(big))).parents
+        #expect(underBigNow == [path(big + "/" + longName(22))])
     }
 }
 
@@ -708,6 +884,17 @@ extension [String] {
 
 final class PlanCounter: Sendable {
     let count = Mutex(0)
+}
+
+/// The commit times a store assigned (handed to plans that went through).
+final class AssignedTimes: Sendable {
+    let times = Mutex<[(proposed: Int64, assigned: Timestamp)]>([])
+
+    func record(_ proposed: Int64, _ assigned: Timestamp) { times.withLock { $0.append((proposed, assigned)) } }
+    var latest: Timestamp? { times.withLock { $0.map(\.assigned).max() } }
+    /// Every assigned time is at least the proposed one (a store with one clock of its own
+    /// assigns exactly the proposed time; one shared by several engines may assign a later one).
+    var noneEarlier: Bool { times.withLock { $0.allSatisfy { $0.assigned.microseconds >= $0.proposed } } }
 }
 
 extension StoreConformanceCase where Store == any DocumentStore {

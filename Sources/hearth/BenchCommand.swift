@@ -41,6 +41,10 @@ struct BenchCommand: AsyncParsableCommand {
             engine-postgres (not in the default set: the document engine's commits, hot-document increments and point reads on \
             PostgreSQL next to the same on SQLite in the same run; the database from HEARTH_BENCH_POSTGRES_URL, e.g. \
             postgres://postgres@127.0.0.1:5432/postgres; its tables are created by the schema migrations). \
+            replicas (not in the default set: REST writes and point reads from wrk, --connections spread round-robin over \
+            --replicas real `hearth serve --database-url` processes on one PostgreSQL database — a fresh one per configuration, \
+            created from HEARTH_BENCH_POSTGRES_URL and dropped — next to one `hearth serve` on SQLite in the same run, with each \
+            process's CPU, PostgreSQL's backends' included, and the database's write transactions/s; skipped without the URL). \
             Clients run in this process against an in-process server on 127.0.0.1, except wrk, the sdk phase's Python baseline and, with --database-target, the database fan-out.
             """
     )
@@ -49,7 +53,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds per measured phase.") var duration = 5.0
     @Option(help: "Documents in the small query collection.") var small = 10_000
     @Option(help: "Documents in the large query collection (0 skips it).") var large = 1_000_000
-    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read),database-ws,database-ws-fanout (only the WebSocket fan-out),import,sdk.")
+    @Option(help: "Comma-separated phases to run: http,grdb,rules,engine,transactions,listen,listen-grpc,auth (= auth-verify,auth-signin,auth-refresh,auth-signup),write,write-wrk,rules-write,read,grpc,query,storage,api,lifecycle,console,database (= database-write,database-fanout,database-read),database-ws,database-ws-fanout (only the WebSocket fan-out),import,sdk,engine-postgres,replicas.")
     var phases = "http,grdb,rules,engine,transactions,listen,listen-grpc,auth,write,write-wrk,rules-write,read,grpc,query,storage"
     @Option(name: .customLong("import-documents"), help: "Documents in the import phase's export.")
     var importDocuments = 1_000_000
@@ -61,6 +65,10 @@ struct BenchCommand: AsyncParsableCommand {
     var python = ProcessInfo.processInfo.environment["HEARTH_BENCH_PYTHON"] ?? "python3"
     @Option(name: .customLong("sdk-client"), help: ArgumentHelp("Internal (the sdk phase): run its listener-latency clients against this Firestore port and print JSON.", visibility: .hidden))
     var sdkClient: Int?
+    @Option(help: "The replicas phase: how many `hearth serve` processes share the PostgreSQL database, one configuration per count.")
+    var replicas = "1,2,3"
+    @Option(help: "The replicas phase: wrk's HTTP/1.1 connections, spread over the servers.")
+    var connections = 16
     @Option(name: .customLong("data-dir"), help: "Where to keep the benchmark's data (default: a new temporary directory).")
     var dataDir: String?
 
@@ -70,11 +78,22 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("serve-broadcast"), help: "Serve the database-fanout ceiling (a bare Hummingbird event-stream broadcast, no database) on this port until interrupted, for --database-target; runs no phase.")
     var serveBroadcast: Int?
 
+    func validate() throws {
+        let counts = replicas.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !counts.isEmpty, counts.allSatisfy({ ($0 ?? 0) >= 1 }) else {
+            throw ValidationError("--replicas takes counts of servers, at least 1 each, separated by commas (e.g. 1,2,3)")
+        }
+        guard connections >= counts.compactMap({ $0 }).max() ?? 1 else {
+            throw ValidationError("--connections must be at least the largest count in --replicas (each server gets one connection at least)")
+        }
+    }
+
     func run() async throws {
         try await Bench(
             clients: clients, duration: duration, small: small, large: large, phases: phases, importDocuments: importDocuments,
             importBaseline: importBaseline, grpcConnections: grpcConnections, dataDir: dataDir, databaseTarget: databaseTarget,
-            serveBroadcast: serveBroadcast, python: python, sdkClient: sdkClient
+            serveBroadcast: serveBroadcast, python: python, sdkClient: sdkClient,
+            replicas: replicas.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }, connections: connections
         ).run()
     }
 }

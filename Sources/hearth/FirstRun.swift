@@ -19,35 +19,59 @@ struct FirstRunCredential {
     var keyFile: URL { dataDirectory.appendingPathComponent(Self.keyFileName) }
 
     /// The token kept in the data directory, made now when there is none; `created` on the first start.
+    /// Several servers may start at once on one data directory (replicas sharing it, docs/postgres.md):
+    /// the file is published whole (``publish(_:to:)``), so exactly one of them makes the token and
+    /// the others read that one — none fails, none reads a half-written file.
     func adminToken() throws -> (token: String, created: Bool) {
-        if let data = FileManager.default.contents(atPath: tokenFile.path) {
-            let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard token.count >= 16 else {
-                throw HearthError(.failedPrecondition, "\(tokenFile.path) holds no admin token (at least 16 characters); delete it to have a new one made.")
-            }
-            return (token, false)
-        }
+        if let token = try storedToken() { return (token, false) }
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         var bytes = [UInt8](repeating: 0, count: 32)
         var generator = SystemRandomNumberGenerator()
         for i in bytes.indices { bytes[i] = generator.next() }
         let token = "hearth_" + Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        try write(token + "\n", to: tokenFile)
-        return (token, true)
+        if try publish(token + "\n", to: tokenFile) { return (token, true) }
+        // Another server published its token first: that one is everyone's.
+        guard let theirs = try storedToken() else {
+            throw HearthError(.failedPrecondition, "Cannot read \(tokenFile.path) after another server made it.")
+        }
+        return (theirs, false)
     }
 
-    func write(_ text: String, to url: URL) throws {
-        // O_EXCL: never replace a credential another process just made.
-        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw HearthError(.failedPrecondition, "Cannot create \(url.path): errno \(errno)") }
-        defer { close(fd) }
-        do {
-            try FileHandle(fileDescriptor: fd, closeOnDealloc: false).write(contentsOf: Data(text.utf8))
-        } catch {
-            throw HearthError(.failedPrecondition, "Cannot write \(url.path): \(error)")
+    /// The token in ``tokenFile``, nil when there is no file.
+    func storedToken() throws -> String? {
+        guard let data = FileManager.default.contents(atPath: tokenFile.path) else { return nil }
+        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard token.count >= 16 else {
+            throw HearthError(.failedPrecondition, "\(tokenFile.path) holds no admin token (at least 16 characters); delete it to have a new one made.")
         }
-        guard fsync(fd) == 0 else { throw HearthError(.failedPrecondition, "Cannot write \(url.path): errno \(errno)") }
+        return token
+    }
+
+    /// Publishes `text` as `url` (0600) only if no file is there: written whole and fsynced under a
+    /// temporary name of this process's own, then hard-linked to `url` — `link(2)` fails if `url`
+    /// exists, so a credential another process made is never replaced, and a reader sees the
+    /// whole file or none. Returns false when `url` already existed.
+    func publish(_ text: String, to url: URL) throws -> Bool {
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
+        // O_EXCL: a name of our own, never another process's file.
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw HearthError(.failedPrecondition, "Cannot create \(temporary.path): errno \(errno)") }
+        defer { unlink(temporary.path) }
+        do {
+            defer { close(fd) }
+            do {
+                try FileHandle(fileDescriptor: fd, closeOnDealloc: false).write(contentsOf: Data(text.utf8))
+            } catch {
+                throw HearthError(.failedPrecondition, "Cannot write \(temporary.path): \(error)")
+            }
+            guard fsync(fd) == 0 else { throw HearthError(.failedPrecondition, "Cannot write \(temporary.path): errno \(errno)") }
+        }
+        guard link(temporary.path, url.path) == 0 else {
+            if errno == EEXIST { return false }
+            throw HearthError(.failedPrecondition, "Cannot create \(url.path): errno \(errno)")
+        }
+        return true
     }
 
     /// The service-account key for Google's libraries, registered on the first start before the
@@ -81,7 +105,8 @@ struct FirstRunCredential {
         if case .object(let fields) = file {
             file = .object(fields.map { $0.0 == "token_uri" ? ($0.0, .string(tokenURI)) : $0 })
         }
-        try write(file.serialized() + "\n", to: keyFile)
+        // Another server of this data directory may have written its key meanwhile: that one stays.
+        _ = try publish(file.serialized() + "\n", to: keyFile)
     }
 
     /// What the first start prints: where the credential is, and a command that uses it.

@@ -298,6 +298,42 @@ struct ChangeFeedTests {
         #expect(feed.position == Timestamp(microseconds: 12))
     }
 
+    @Test("Fed externally: only deliver and advance move the feed — once per commit, in order; the engine's reservations publish nothing")
+    func externallyFed() {
+        let feed = ChangeFeed(position: Timestamp(microseconds: 5), external: true)
+        let r = Recorder()
+        feed.subscribe(r)
+        let clock = CommitClock(after: Timestamp(microseconds: 9), now: { 0 })
+        let reserved = feed.reserve(clock)
+        #expect(reserved == Timestamp(microseconds: 10), "a reservation is the clock's proposal")
+        feed.publish(CommittedChanges(database: "d", commitTime: reserved, changes: []))
+        feed.abandon(Timestamp(microseconds: 11))
+        feed.advanceIfIdle(clock)
+        #expect(r.seen.withLock { $0 } == [] && feed.position == Timestamp(microseconds: 5))
+        for t: Int64 in [7, 8, 8, 6, 12] { feed.deliver(CommittedChanges(database: "d", commitTime: Timestamp(microseconds: t), changes: [])) }
+        #expect(r.seen.withLock { $0 } == [7, 8, 12], "each commit once; a time at or below the position is not delivered again")
+        feed.advance(to: Timestamp(microseconds: 11))
+        #expect(feed.position == Timestamp(microseconds: 12))
+        feed.advance(to: Timestamp(microseconds: 20))
+        feed.deliver(CommittedChanges(database: "d", commitTime: Timestamp(microseconds: 19), changes: []))
+        #expect(feed.position == Timestamp(microseconds: 20) && r.seen.withLock { $0 } == [7, 8, 12])
+    }
+
+    @Test("A replicated engine publishes none of its commits itself and keeps no document cache", arguments: Backend.allCases)
+    func replicatedEngine(_ backend: Backend) async throws {
+        try await withHearth(backend, configure: { $0.replicated = true }) { db in
+            let r = Recorder()
+            db.engine.feed.subscribe(r)
+            try await db.set("c/a", ["v": .integer(1)])
+            _ = try await db.engine.get(db.database, path("c/a"))
+            try await db.engine.clear(db.database)
+            db.engine.listenHeartbeat()
+            #expect(r.seen.withLock { $0 } == [])
+            #expect(db.engine.cache.state.withLock { $0.entries.isEmpty }, "nothing cached")
+            #expect(db.engine.feed.position == db.engine.feed.startPosition)
+        }
+    }
+
     @Test("A commit reaches only the streams whose targets it can affect (equality routing)")
     func routing() {
         let hub = ListenerHub(position: Timestamp(microseconds: 0))

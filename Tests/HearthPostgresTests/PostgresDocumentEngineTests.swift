@@ -1,5 +1,6 @@
 import HearthCore
 import HearthDocuments
+import Synchronization
 import Testing
 
 @testable import HearthPostgres
@@ -23,9 +24,9 @@ struct PostgresDocumentEngineTests {
         let backend = try await TestPostgres.shared.freshBackend()
         let engine = try await DocumentEngine(store: PostgresDocumentStore(backend: backend))
         for (name, age, city) in [("ann", 31, "Oslo"), ("bob", 25, "Rome"), ("cy", 40, "Oslo"), ("dee", 19, "Oslo"), ("eve", 52, "Rome")] {
-            try await engine.commit(database, [.set(Self.path("users/\(name)"), ["age": .integer(Int64(age)), "city": .string(city)])])
+            _ = try await engine.commit(database, [.set(Self.path("users/\(name)"), ["age": .integer(Int64(age)), "city": .string(city)])])
         }
-        try await engine.commit(database, [.set(Self.path("users/ann/posts/p1"), ["age": .integer(1)])])
+        _ = try await engine.commit(database, [.set(Self.path("users/ann/posts/p1"), ["age": .integer(1)])])
         let (ann, _) = try await engine.get(database, Self.path("users/ann"))
         #expect(ann?.fields["city"] == .string("Oslo"))
 
@@ -48,7 +49,7 @@ struct PostgresDocumentEngineTests {
         let txn = try engine.beginTransaction(database, readOnly: false)
         let (bob, _) = try await engine.get(database, Self.path("users/bob"), consistency: .transaction(txn))
         #expect(bob?.fields["age"] == .integer(26))
-        try await engine.commit(
+        _ = try await engine.commit(
             database,
             [.update(Self.path("users/bob"), ["age": .integer(27)], mask: [Self.field("age")]), .delete(Self.path("users/eve"))],
             transaction: txn)
@@ -76,14 +77,14 @@ struct PostgresDocumentEngineTests {
         let engine = try await DocumentEngine(store: PostgresDocumentStore(backend: backend))
         let a = String(repeating: "a", count: 500_000)
         let b = String(repeating: "b", count: 500_000)
-        try await engine.commit(database, [.set(Self.path("big/one"), ["a": .string(a), "b": .string(b)])])
-        try await engine.commit(database, [.set(Self.path("big/two"), ["a": .string(a + "z"), "b": .string("short")])])
+        _ = try await engine.commit(database, [.set(Self.path("big/one"), ["a": .string(a), "b": .string(b)])])
+        _ = try await engine.commit(database, [.set(Self.path("big/two"), ["a": .string(a + "z"), "b": .string("short")])])
         let equal = Query(collectionId: "big", filter: .field(Self.field("a"), .equal, .string(a)))
         #expect(try await names(engine, equal) == ["big/one"])
         let byA = Query(collectionId: "big", orderBy: [.init(Self.field("a"), descending: true)])
         #expect(try await names(engine, byA) == ["big/two", "big/one"])
         // Rewriting it removes its old entries: the old value no longer finds it.
-        try await engine.commit(database, [.set(Self.path("big/one"), ["a": .string(b), "b": .string(a)])])
+        _ = try await engine.commit(database, [.set(Self.path("big/one"), ["a": .string(b), "b": .string(a)])])
         #expect(try await names(engine, equal).isEmpty)
         #expect(try await names(engine, byA) == ["big/one", "big/two"])
     }
@@ -93,19 +94,67 @@ struct PostgresDocumentEngineTests {
         let backend = try await TestPostgres.shared.freshBackend()
         // Each server has its own pool and its own engine (and clock) over the one database.
         let other = await TestPostgres.shared.start(backend.settings)
+        // Writers of the one document queue on its lock (12 per engine); on a loaded machine (the
+        // whole suite in parallel beside the conformance suites) the default wait limit was not
+        // always enough.
+        var configuration = DocumentEngine.Configuration()
+        configuration.lockWaitLimit = .seconds(120)
         let engines = [
-            try await DocumentEngine(store: PostgresDocumentStore(backend: backend)),
-            try await DocumentEngine(store: PostgresDocumentStore(backend: other)),
+            try await DocumentEngine(store: PostgresDocumentStore(backend: backend), configuration: configuration),
+            try await DocumentEngine(store: PostgresDocumentStore(backend: other), configuration: configuration),
         ]
         let counter = Self.path("counters/c")
         let increment = Write(path: counter, kind: .transform, transforms: [FieldTransform(field: Self.field("n"), operation: .increment(.integer(1)))])
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<24 {
-                group.addTask { try await engines[i % 2].commit(database, [increment]) }
+                group.addTask { _ = try await engines[i % 2].commit(database, [increment]) }
             }
             try await group.waitForAll()
         }
         let stored = try await PostgresDocumentStore(backend: backend).documents("(default)", [counter], at: nil)
         #expect(stored[0]?.fields["n"] == .integer(24))
+    }
+
+    /// Records the time each judged commit was judged at, by document.
+    struct TimeAuthorizer: WriteAuthorizer {
+        let seen: @Sendable (ResourcePath, Timestamp) -> Void
+        func authorize(_ changes: [DocumentChange], database: DatabaseName, time: Timestamp, documents: any DocumentPeek) async throws(HearthError) {
+            for change in changes { seen(change.path, time) }
+        }
+    }
+
+    @Test("Two engines on the shared clock: concurrent commits, judged and not, get unique times, and a judged one keeps the time it was judged at")
+    func twoServersOnTheSharedClock() async throws {
+        let backend = try await TestPostgres.shared.freshBackend()
+        let other = await TestPostgres.shared.start(backend.settings)
+        let engines = [
+            try await DocumentEngine(store: PostgresDocumentStore(backend: backend, sharedClock: true)),
+            try await DocumentEngine(store: PostgresDocumentStore(backend: other, sharedClock: true)),
+        ]
+        let judged = Mutex<[ResourcePath: Timestamp]>([:])
+        let authorizer = TimeAuthorizer { path, time in judged.withLock { $0[path] = time } }
+        let results = try await withThrowingTaskGroup(of: (ResourcePath, Timestamp, Bool).self) { group in
+            for i in 0..<40 {
+                group.addTask {
+                    let path = Self.path("shared/d\(i)")
+                    let write = Write(
+                        path: path, kind: .update(fields: ["i": .integer(Int64(i))], mask: nil),
+                        transforms: [FieldTransform(field: Self.field("at"), operation: .serverTimestamp)])
+                    let withRules = i % 4 == 0
+                    let result = try await engines[i % 2].commit(database, [write], authorizer: withRules ? authorizer : nil)
+                    return (path, result.commitTime, withRules)
+                }
+            }
+            var out: [(ResourcePath, Timestamp, Bool)] = []
+            for try await r in group { out.append(r) }
+            return out
+        }
+        #expect(Set(results.map(\.1)).count == results.count, "every commit has its own time")
+        for (path, time, withRules) in results {
+            let stored = try await engines[0].get(database, path).0
+            #expect(stored?.updateTime == time)
+            #expect(stored?.fields["at"] == .timestamp(Timestamp(seconds: time.seconds, nanos: time.nanos - time.nanos % 1_000_000)))
+            if withRules { #expect(judged.withLock { $0[path] } == time, "judged at its commit time") }
+        }
     }
 }

@@ -33,7 +33,7 @@ struct PostgresDocumentStoreTests {
             for i in 0..<writers {
                 group.addTask {
                     let time = Int64(100 + i)
-                    try await stores[i % 2].commit(Self.request(time, ["hot/doc"])) { current in
+                    try await stores[i % 2].commit(Self.request(time, ["hot/doc"])) { current, _ in
                         runs.add()
                         var n: Int64 = 0
                         if case .integer(let stored)? = current[0]?.fields["n"] { n = stored }
@@ -51,6 +51,37 @@ struct PostgresDocumentStoreTests {
         #expect(runs.count < writers + writers / 4, "each writer began after the one before it had committed")
     }
 
+    @Test("Commits of two servers proposing equal or earlier times get unique, increasing times from the database's one clock")
+    func oneClockForEveryServer() async throws {
+        let first = try await TestPostgres.shared.freshBackend()
+        let second = await TestPostgres.shared.start(first.settings)
+        let stores = [PostgresDocumentStore(backend: first, sharedClock: true), PostgresDocumentStore(backend: second, sharedClock: true)]
+        func put(_ store: PostgresDocumentStore, _ proposed: Int64, _ name: String) async throws -> Timestamp {
+            try await store.commit(Self.request(proposed, [name])) { current, time in
+                let doc = Document(path: ResourcePath(parsing: name), fields: [:], createTime: time, updateTime: time)
+                return ([DocumentMutation(path: doc.path, document: doc, entries: [], oldEntries: [], previous: current[0])], time)
+            }
+        }
+        // One after another: a proposal at or below the last time gets the next one.
+        #expect(try await put(stores[0], 100, "c/a").microseconds == 100)
+        #expect(try await put(stores[1], 100, "c/b").microseconds == 101)
+        #expect(try await put(stores[0], 50, "c/c").microseconds == 102)
+        #expect(try await put(stores[1], 500, "c/d").microseconds == 500)
+        // At once, from both servers, all proposing one time: each gets its own, none skipped.
+        let times = try await withThrowingTaskGroup(of: Timestamp.self) { group in
+            for i in 0..<32 { group.addTask { try await put(stores[i % 2], 1000, "d/\(i)") } }
+            var times: [Int64] = []
+            for try await time in group { times.append(time.microseconds) }
+            return times
+        }
+        #expect(times.sorted() == Array(1000..<1032))
+        #expect(try await stores[1].lastCommitTime() == Timestamp(microseconds: 1031))
+        // Without the shared clock (the default for now), the proposed time is kept, as with SQLite.
+        let own = PostgresDocumentStore(backend: first)
+        #expect(try await put(own, 700, "f/g").microseconds == 700)
+        #expect(try await own.lastCommitTime() == Timestamp(microseconds: 1031))
+    }
+
     @Test("Pruning drops history past the retention and commit times below the highest, nothing else")
     func pruning() async throws {
         let backend = try await TestPostgres.shared.freshBackend()
@@ -65,7 +96,7 @@ struct PostgresDocumentStoreTests {
         for (n, time) in [(1, Int64(10)), (2, 20), (3, recent)] as [(Int64, Int64)] {
             let d = doc(n, at: time)
             let before = previous
-            try await store.commit(Self.request(time, ["c/a"])) { _ in
+            try await store.commit(Self.request(time, ["c/a"])) { _, _ in
                 ([DocumentMutation(path: path, document: d, entries: [], oldEntries: [], previous: before)], ())
             }
             previous = d
@@ -96,7 +127,7 @@ extension PostgresDocumentStoreTests {
                     for i in 0..<each {
                         let name = "c/w\(w)-\(i)"
                         let time = Int64(1000 + w * each + i)
-                        try await stores[w % 2].commit(Self.request(time, [name])) { _ in
+                        try await stores[w % 2].commit(Self.request(time, [name])) { _, _ in
                             runs.add()
                             let doc = Document(
                                 path: ResourcePath(parsing: name), fields: ["n": .integer(Int64(i))], createTime: Timestamp(microseconds: time),
@@ -130,14 +161,63 @@ extension PostgresDocumentStoreTests {
         try await PostgresSchema.migrate(settings, logger: TestPostgres.logger)
         let store = PostgresDocumentStore(backend: await TestPostgres.shared.start(settings))
         let (first, stored) = Self.put(1, at: 10, previous: nil)
-        try await store.commit(Self.request(10, ["c/a"])) { _ in ([first], ()) }
+        try await store.commit(Self.request(10, ["c/a"])) { _, _ in ([first], ()) }
         try await TestPostgres.cutOffDuringCommit(settings, trigger: "AFTER INSERT ON firestore_commit_times") {
-            try await store.commit(Self.request(20, ["c/a"])) { current in ([Self.put(2, at: 20, previous: current[0]).0], ()) }
+            try await store.commit(Self.request(20, ["c/a"])) { current, _ in ([Self.put(2, at: 20, previous: current[0]).0], ()) }
             return "()"
         }
         #expect(try await store.documents("(default)", [ResourcePath(parsing: "c/a")], at: nil) == [stored], "the cut-off commit left nothing")
         #expect(try await store.lastCommitTime() == Timestamp(microseconds: 10))
-        try await store.commit(Self.request(30, ["c/a"])) { current in ([Self.put(3, at: 30, previous: current[0]).0], ()) }
+        try await store.commit(Self.request(30, ["c/a"])) { current, _ in ([Self.put(3, at: 30, previous: current[0]).0], ()) }
         #expect(try await store.documents("(default)", [ResourcePath(parsing: "c/a")], at: nil).first??.fields["n"] == .integer(3))
+    }
+
+    @Test("Migration 6 (firestore-long-names) keeps the documents and history stored before it: point reads, scans, past times, updates")
+    func longNamesMigrationKeepsRows() async throws {
+        let settings = try await TestPostgres.shared.freshDatabase()
+        _ = try await PostgresSchema.migrate(settings, migrations: Array(PostgresSchema.migrations.prefix(5)), logger: TestPostgres.logger)
+        let names = ["c/a", "c/b", "c/b/s/x"]
+        let old = names.enumerated().map { i, p in
+            Document(
+                path: ResourcePath(parsing: p), fields: ["n": .integer(Int64(i))], createTime: Timestamp(microseconds: 10),
+                updateTime: Timestamp(microseconds: 10))
+        }
+        // Rows as the store wrote them under migration 5, and a history row: c/a had n = -1 until 10.
+        try await TestPostgres.withConnection(settings) { connection in
+            for doc in old {
+                _ = try await connection.query(
+                    """
+                    INSERT INTO firestore_documents (db, parent, name_key, path, collection_id, data, create_us, update_us)
+                    VALUES ('(default)', \(doc.path.parent.text), \(PostgresDocumentStore.bytes(IndexKey.encodePath(doc.path))), \(doc.path.text),
+                        \(doc.path.collectionId), \(PostgresDocumentStore.bytes(ValueCodec.encode(doc.fields))), 10, 10)
+                    """, logger: TestPostgres.logger
+                ).collect()
+            }
+            _ = try await connection.query(
+                """
+                INSERT INTO firestore_history (until_us, db, path, data, create_us, update_us)
+                VALUES (10, '(default)', 'c/a', \(PostgresDocumentStore.bytes(ValueCodec.encode(["n": .integer(-1)]))), 5, 5)
+                """, logger: TestPostgres.logger
+            ).collect()
+        }
+        #expect(try await PostgresSchema.migrate(settings, logger: TestPostgres.logger) == Array(6...PostgresSchema.currentVersion))
+        let store = PostgresDocumentStore(backend: await TestPostgres.shared.start(settings))
+        #expect(try await store.documents("(default)", old.map(\.path), at: nil) == old)
+        let before = try await store.documents("(default)", [ResourcePath(parsing: "c/a")], at: Timestamp(microseconds: 7))
+        #expect(before.first??.fields["n"] == .integer(-1), "the history row is found by its new key")
+        let scan = try await store.snapshot(DocumentSnapshotRead(database: "(default)", scans: [DocumentScan(.documents(.collection(ResourcePath(parsing: "c"))))]))
+        #expect(scan.scans[0] == Array(old.prefix(2)))
+        #expect(try await store.collectionIds("(default)", parent: .root) == ["c"])
+        #expect(try await store.collectionIds("(default)", parent: ResourcePath(parsing: "c/b")) == ["s"])
+        // An update of a migrated row replaces it (the new primary key): one row, the new state.
+        try await store.commit(Self.request(20, ["c/a"])) { current, _ in
+            var doc = current[0]!
+            doc.fields = ["n": .integer(9)]
+            doc.updateTime = Timestamp(microseconds: 20)
+            return ([DocumentMutation(path: doc.path, document: doc, entries: [], oldEntries: [], previous: current[0])], ())
+        }
+        let after = try await store.documents("(default)", [ResourcePath(parsing: "c/a")], at: nil)
+        #expect(after.first??.fields["n"] == .integer(9) && after.first??.createTime == Timestamp(microseconds: 10))
+        #expect(try await store.countDocuments("(default)", upTo: 10) == 3)
     }
 }

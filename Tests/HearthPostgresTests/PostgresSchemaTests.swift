@@ -70,7 +70,7 @@ struct PostgresSchemaTests {
             Issue.record("an older binary migrated a newer schema")
         } catch let error as HearthError {
             #expect(error.code == .failedPrecondition)
-            let found = PostgresSchema.currentVersion, supported = found - 1
+            let found = PostgresSchema.currentVersion, supported = older.last?.version ?? 0
             #expect((error.cause as? PostgresBackendError)?.reason == .schemaTooNew(found: found, supported: supported))
             #expect(error.message.contains("schema version \(found)") && error.message.contains("(\(supported))"), "\(error.message)")
         }

@@ -17,6 +17,12 @@ struct PostgresStoreConformanceTests {
         try await scenario.run { PostgresDocumentStore(backend: try await TestPostgres.shared.freshBackend()) }
     }
 
+    /// The same with the database's one commit clock (several servers).
+    @Test(arguments: DocumentStoreConformance.cases)
+    func documentsOnTheSharedClock(_ scenario: DocumentStoreConformance.Case) async throws {
+        try await scenario.run { PostgresDocumentStore(backend: try await TestPostgres.shared.freshBackend(), sharedClock: true) }
+    }
+
     @Test(arguments: DatabaseTreeStoreConformance.all)
     func databaseTree(_ scenario: DatabaseTreeStoreConformance.Case) async throws {
         try await scenario.run { PostgresDatabaseTreeStore(backend: try await TestPostgres.shared.freshBackend()) }

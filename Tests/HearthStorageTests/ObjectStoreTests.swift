@@ -249,3 +249,18 @@ struct ObjectStoreTests {
         }
     }
 }
+
+extension ObjectStoreTests {
+    @Test("A start on a blob directory other servers share leaves young temporary files (their uploads in flight) and removes old ones; a server of its own removes them all")
+    func sharedBlobDirectoryKeepsUploadsInFlight() throws {
+        let t = try TempStore()
+        let tmp = t.dir.appendingPathComponent("objects/tmp")
+        let young = tmp.appendingPathComponent("in-flight"), old = tmp.appendingPathComponent("abandoned")
+        for file in [young, old] { try Data([1, 2, 3]).write(to: file) }
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: old.path)
+        _ = try FilesystemBlobStore(root: t.dir.appendingPathComponent("objects"), sharedKeepingTemporaryFilesFor: 3600)
+        #expect(t.files("tmp") == ["in-flight"])
+        _ = try FilesystemBlobStore(root: t.dir.appendingPathComponent("objects"))
+        #expect(t.files("tmp").isEmpty)
+    }
+}

@@ -14,6 +14,15 @@ starts through ``HearthServer`` gets a fresh database of its own (``CREATE DATAB
 hearth_t_<unique>`` with ``psql``; dropped once the server object is gone) and ``--database-url``
 pointing at it. Tests that by nature work on the data directory's SQLite files are marked
 ``@pytest.mark.sqlite_files(reason=...)`` and skipped only in that mode.
+
+Several replicas (opt-in, with ``HEARTH_TEST_DATABASE_URL``): ``HEARTH_TEST_REPLICAS=3`` makes
+every such server ``3`` processes of ``hearth serve --database-url`` on that one fresh database,
+sharing the data directory (admin token, service-account key, signing keys, object bytes, outbox;
+replica 0 starts first and makes them, the others start once it is ready), behind one
+round-robin TCP proxy per port (roundrobin.py): the server object's ports and URLs are the
+proxies'. Tests that depend on one process by nature (restart on a fixed port, signals, one
+process's logs or metrics, the ready file) are marked ``@pytest.mark.single_server(reason=...)``
+and skipped only in that mode. docs/postgres.md, "Testing several replicas".
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from google.cloud.firestore_v1.services.firestore import FirestoreClient
 from google.cloud.firestore_v1.services.firestore.transports.rest import FirestoreRestTransport
 
 from fsutil import new_collection_id
+from roundrobin import shared_group
 
 TARGET = os.environ.get("HEARTH_TARGET", "hearth").strip().lower()
 if TARGET not in ("hearth", "emulator"):
@@ -53,8 +63,60 @@ CALL_TIMEOUT_S = 30.0
 # The admin URL of the PostgreSQL every server of this run keeps its data in (opt-in), else None.
 DATABASE_ADMIN_URL = os.environ.get("HEARTH_TEST_DATABASE_URL") or None
 
+# How many `hearth serve` processes every server of this run is (opt-in, over PostgreSQL only).
+try:
+    REPLICAS = int(os.environ.get("HEARTH_TEST_REPLICAS") or "1")
+except ValueError:
+    raise RuntimeError("HEARTH_TEST_REPLICAS must be a number of replicas (e.g. 3)") from None
+if REPLICAS < 1:
+    raise RuntimeError("HEARTH_TEST_REPLICAS must be at least 1")
+if REPLICAS > 1 and not DATABASE_ADMIN_URL and TARGET == "hearth":
+    raise RuntimeError("HEARTH_TEST_REPLICAS needs HEARTH_TEST_DATABASE_URL: replicas share one PostgreSQL database")
+
+
+def separate_grpc_connections() -> None:
+    """Gives every gRPC channel this process makes a connection of its own. gRPC shares one
+    connection (subchannel) among all channels to the same address by default, so every
+    google-cloud-firestore client of the suite would reach the same replica through the proxy;
+    with a local subchannel pool per channel, each client is one connection, and two clients of a
+    test land on different replicas (round robin), as two app instances would. Idempotent."""
+    import grpc
+    import grpc.aio
+
+    if getattr(grpc, "_hearth_local_subchannels", False):
+        return
+
+    def wrap(make):
+        def channel(target, *args, **kwargs):
+            options = list(kwargs.pop("options", None) or [])
+            if not any(name == "grpc.use_local_subchannel_pool" for name, _ in options):
+                options.append(("grpc.use_local_subchannel_pool", 1))
+            return make(target, *args, options=options, **kwargs)
+        return channel
+
+    grpc.insecure_channel = wrap(grpc.insecure_channel)
+    grpc.secure_channel = wrap(grpc.secure_channel)
+    grpc.aio.insecure_channel = wrap(grpc.aio.insecure_channel)
+    grpc.aio.secure_channel = wrap(grpc.aio.secure_channel)
+    grpc._hearth_local_subchannels = True
+
+
+if REPLICAS > 1 and DATABASE_ADMIN_URL and TARGET == "hearth":
+    separate_grpc_connections()
+
 
 def pytest_collection_modifyitems(config, items):
+    if REPLICAS > 1 and DATABASE_ADMIN_URL and TARGET == "hearth":
+        for item in items:
+            marker = item.get_closest_marker("single_server")
+            if marker is not None:
+                reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+                item.add_marker(pytest.mark.skip(reason=f"single_server (the servers run as {REPLICAS} replicas here): {reason}"))
+            marker = item.get_closest_marker("replica_gap")
+            if marker is not None:
+                # Not skipped: the test runs, its failure is reported as XFAIL (a pass as XPASS).
+                reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+                item.add_marker(pytest.mark.xfail(reason=f"replica_gap (the servers run as {REPLICAS} replicas here): {reason}", strict=False))
     if DATABASE_ADMIN_URL and TARGET == "hearth":
         for item in items:
             marker = item.get_closest_marker("sqlite_files")
@@ -72,7 +134,8 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_report_header(config):
     if DATABASE_ADMIN_URL and TARGET == "hearth":
-        return f"conformance target: {TARGET} over PostgreSQL ({redacted_url(DATABASE_ADMIN_URL)})"
+        replicas = f", {REPLICAS} replicas behind round-robin proxies" if REPLICAS > 1 else ""
+        return f"conformance target: {TARGET} over PostgreSQL ({redacted_url(DATABASE_ADMIN_URL)}){replicas}"
     return f"conformance target: {TARGET}"
 
 
@@ -184,12 +247,54 @@ class LocalPostgres:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+def signing_keys(server, ring: str) -> list[tuple[int, str, bytes]]:
+    """A server's signing keys of ``ring`` ("auth" or "app-check"), earliest activation first, as
+    (activation, kid, private key PEM): the data directory's files (``keys/``, ``app-check-keys/``),
+    or — over PostgreSQL, where every server shares them — the rows of ``auth_signing_keys``."""
+    if getattr(server, "database_url", None):
+        text = psql(server.database_url,
+                    "SELECT coalesce(json_agg(json_build_array(activates_at, kid, private_key_pem) ORDER BY activates_at), '[]') "
+                    f"FROM auth_signing_keys WHERE ring = '{ring}'")
+        return [(int(at), kid, pem.encode()) for at, kid, pem in json.loads(text)]
+    directory = server.data_dir / {"auth": "keys", "app-check": "app-check-keys"}[ring]
+    keys = [(int(p.name.split("-")[0]), p.name.split("-", 1)[1][:-4], p.read_bytes()) for p in directory.glob("*.pem")]
+    return sorted(keys)
+
+
 def drop_database(admin_url: str, name: str) -> None:
     """Drops ``name`` (ending any session still in it); best effort, it is a test's leftover."""
     try:
         psql(admin_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     except (RuntimeError, OSError, subprocess.TimeoutExpired):
         pass
+
+
+def hearth_bin() -> str:
+    """HEARTH_BIN, the binary under test; skips the test when it is not set."""
+    path = os.environ.get("HEARTH_BIN")
+    if not path:
+        pytest.skip("HEARTH_BIN is not set")
+    return path
+
+
+def fresh_database_url():
+    """A generator for a module fixture: a new database on HEARTH_TEST_DATABASE_URL's server
+    (dropped after), else on a throwaway PostgreSQL of its own (stopped after); skips the module
+    without PostgreSQL's binaries. For tests that start several servers over one database."""
+    if DATABASE_ADMIN_URL:
+        name, url = create_database(DATABASE_ADMIN_URL)
+        yield url
+        drop_database(DATABASE_ADMIN_URL, name)
+        return
+    if postgres_bin_dir() is None:
+        pytest.skip("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb; apt-get install postgresql) "
+                    "and HEARTH_TEST_DATABASE_URL is not set")
+    pg = LocalPostgres()
+    pg.start()
+    try:
+        yield create_database(pg.admin_url)[1]
+    finally:
+        pg.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,12 +348,17 @@ def _kill_group_now(proc: subprocess.Popen) -> None:
 
 
 class HearthServer:
-    """``hearth serve --emulator`` as a subprocess in its own process group."""
+    """``hearth serve --emulator`` as a subprocess in its own process group.
+
+    With ``replicas`` > 1 (default: ``HEARTH_TEST_REPLICAS`` for a server on a database of its
+    own, else 1) it is that many processes on one database and one data directory, behind one
+    round-robin proxy per port: ``port``, ``ports``, ``auth_port`` and the URLs are the proxies',
+    ``replica_ports[i]`` each replica's own, ``proc`` replica 0's (``procs`` all of them)."""
 
     kind = "hearth"
 
     def __init__(self, binary: str, workdir: Path, emulator: bool = True, extra_args: tuple = (),
-                 database_url: str | None = None):
+                 database_url: str | None = None, replicas: int | None = None):
         self.binary = binary
         self.workdir = workdir
         self.emulator = emulator
@@ -258,14 +368,21 @@ class HearthServer:
         # Over PostgreSQL (HEARTH_TEST_DATABASE_URL): a database of this server's own, kept across
         # its restarts and dropped once the object is gone (or at exit).
         self.database_url = database_url
+        own_database = False
         if self.database_url is None and DATABASE_ADMIN_URL and "--database-url" not in self.extra_args:
             name, self.database_url = create_database(DATABASE_ADMIN_URL)
             weakref.finalize(self, drop_database, DATABASE_ADMIN_URL, name)
+            own_database = True
             # What the server's first start writes (docs/postgres.md), written now so that `hearth admin …`
             # run on the data directory before that start (a service account) reaches the same database.
             marker = self.data_dir / "postgres-database"
             marker.write_text(self.database_url + "\n")
             marker.chmod(0o600)
+        if replicas is None:
+            replicas = REPLICAS if own_database else 1
+        if replicas > 1 and self.database_url is None:
+            raise RuntimeError("several replicas need a database URL (they share one PostgreSQL database)")
+        self.replicas = replicas
         self.ready_file = workdir / "ready.json"
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
@@ -273,13 +390,19 @@ class HearthServer:
         self.auth_port: int | None = None
         self.generation = 0
         self._log_path: Path | None = None
+        # Replicas mode: each replica's process, log, ready file and ports; the proxies by port name.
+        self.procs: list[subprocess.Popen | None] = []
+        self.replica_ports: list[dict] = []
+        self._replica_logs: list[Path] = []
+        self._proxies: dict = {}
+        # Replica 0 alone first, then the others (False: all at once, as replicas of a deployment may start).
+        self.stagger = True
+        if self.replicas > 1:
+            weakref.finalize(self, _close_proxies, self._proxies)
 
-    def start(self) -> None:
-        if self.ready_file.exists():
-            self.ready_file.unlink()
-        self.generation += 1
-        self._log_path = self.workdir / f"hearth-{self.generation}.log"
-        cmd = [
+    def _command(self, ready_file: Path) -> list[str]:
+        extra_args = self.extra_args if self.replicas == 1 else self._replica_args()
+        return [
             self.binary, "serve", *(["--emulator"] if self.emulator else []),
             "--data-dir", str(self.data_dir),
             "--project", PROJECT,
@@ -291,10 +414,38 @@ class HearthServer:
             "--auth-port", "0",
             "--api-port", "0",
             "--console-port", "0",
-            "--ready-file", str(self.ready_file),
+            "--ready-file", str(ready_file),
             *(["--database-url", self.database_url] if self.database_url else []),
-            *self.extra_args,
+            *extra_args,
         ]
+
+    # The ports every replica serves (the ready file's names), proxied before the replicas start so
+    # that what a replica announces to clients can name the proxy (below).
+    PROXIED_PORTS = ("firestore", "auth", "storage", "s3", "database", "api", "console")
+
+    def _replica_args(self) -> list[str]:
+        """``extra_args`` as a deployment behind a load balancer configures them: an ``--api-config``
+        without ``s3PublicURL`` gets the s3 proxy's URL, so that the presigned URLs a replica hands
+        out reach the proxy (a replica's own port is unknown to clients)."""
+        args = list(self.extra_args)
+        for i, arg in enumerate(args[:-1]):
+            if arg == "--api-config":
+                config = json.loads(Path(args[i + 1]).read_text())
+                if isinstance(config, dict) and "s3PublicURL" not in config and "s3" in self._proxies:
+                    config["s3PublicURL"] = f"http://127.0.0.1:{self._proxies['s3'].port}"
+                    path = self.workdir / "api-config-replicas.json"
+                    path.write_text(json.dumps(config))
+                    args[i + 1] = str(path)
+        return args
+
+    def start(self) -> None:
+        if self.replicas > 1:
+            return self._start_replicas()
+        if self.ready_file.exists():
+            self.ready_file.unlink()
+        self.generation += 1
+        self._log_path = self.workdir / f"hearth-{self.generation}.log"
+        cmd = self._command(self.ready_file)
         with open(self._log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -323,25 +474,126 @@ class HearthServer:
 
     def _read_ready(self) -> dict | None:
         """The ready file's ports (``{"auth": P, "firestore": P, ...}``), or None until it is complete."""
-        try:
-            text = self.ready_file.read_text()
-        except FileNotFoundError:
-            return None
-        try:
-            ports = json.loads(text)
-            int(ports["firestore"])
-        except (ValueError, KeyError, TypeError):
-            return None  # partially written; try again
-        self.ports = {k: int(v) for k, v in ports.items()}
+        ports = _read_ready_file(self.ready_file)
+        if ports is not None:
+            self.ports = ports
         return ports
 
+    # ---------------------------------------------------------------- several replicas
+
+    def replica_ready_file(self, index: int) -> Path:
+        return self.ready_file if index == 0 else self.workdir / f"ready-r{index}.json"
+
+    def _launch_replica(self, index: int) -> tuple[subprocess.Popen, list[str], Path]:
+        ready_file = self.replica_ready_file(index)
+        if ready_file.exists():
+            ready_file.unlink()
+        log_path = self.workdir / (f"hearth-{self.generation}.log" if index == 0 else f"hearth-{self.generation}-r{index}.log")
+        cmd = self._command(ready_file)
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[index] = proc
+        self._replica_logs[index] = log_path
+        return proc, cmd, log_path
+
+    def _wait_replica(self, index: int, proc: subprocess.Popen, cmd: list[str], log_path: Path) -> dict:
+        ready_file = self.replica_ready_file(index)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            rc = proc.poll()
+            if rc is not None:
+                raise RuntimeError(
+                    f"hearth replica {index} exited with status {rc} before becoming ready.\n"
+                    f"command: {' '.join(cmd)}\n--- output ---\n{_tail(log_path)}")
+            ports = _read_ready_file(ready_file)
+            if ports is not None:
+                return ports
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"hearth replica {index} did not write {ready_file} within {STARTUP_TIMEOUT_S:.0f}s.\n"
+                    f"command: {' '.join(cmd)}\n--- output ---\n{_tail(log_path)}")
+            time.sleep(0.05)
+
+    def _start_replicas(self) -> None:
+        """Replica 0 first (a first start makes the data directory's admin token, service-account
+        key, signing keys and blob directories, and migrates the database), then the others at
+        once; then the proxies point at them."""
+        self.generation += 1
+        n = self.replicas
+        self.procs = [None] * n
+        self._replica_logs = [self.workdir / "unused.log"] * n
+        self.replica_ports = [{}] * n
+        group = shared_group()
+        for name in self.PROXIED_PORTS:
+            if name not in self._proxies:
+                self._proxies[name] = group.add([])
+        try:
+            launched = []
+            if self.stagger:
+                first = self._launch_replica(0)
+                self.replica_ports[0] = self._wait_replica(0, *first)
+            else:
+                launched.append((0, *self._launch_replica(0)))
+            launched += [(i, *self._launch_replica(i)) for i in range(1, n)]
+            for i, proc, cmd, log_path in launched:
+                self.replica_ports[i] = self._wait_replica(i, proc, cmd, log_path)
+        except BaseException:
+            self.stop()
+            raise
+        self.proc = self.procs[0]
+        self._log_path = self._replica_logs[0]
+        for name in self.replica_ports[0]:
+            backends = [ports[name] for ports in self.replica_ports if name in ports]
+            if name in self._proxies:
+                group.set_backends(self._proxies[name], backends)
+            else:
+                self._proxies[name] = group.add(backends)
+        self.ports = {name: proxy.port for name, proxy in self._proxies.items() if name in self.replica_ports[0]}
+        self.port = self.ports["firestore"]
+        self.auth_port = self.ports.get("auth")
+
+    def kill_replica(self, index: int) -> None:
+        """SIGKILLs one replica's process group (no clean shutdown); the proxies skip it from now on
+        (its port refuses connections). Replicas mode only."""
+        assert self.replicas > 1, "kill_replica needs several replicas"
+        proc = self.procs[index]
+        assert proc is not None and proc.poll() is None, f"replica {index} is not running"
+        _kill_group_now(proc)
+
+    def replica_base(self, index: int, name: str = "firestore") -> str:
+        """``http://127.0.0.1:<port>`` of one replica's own port, bypassing the proxy."""
+        return f"http://127.0.0.1:{self.replica_ports[index][name]}"
+
     def stop(self) -> None:
+        if self.replicas > 1:
+            running = [p for p in self.procs if p is not None]
+            for p in running:
+                if p.poll() is None:
+                    try:
+                        os.killpg(p.pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+            for p in running:
+                _stop_group(p)
+            self.procs = [None] * len(self.procs)
+            self.proc = None
+            return
         if self.proc is not None:
             _stop_group(self.proc)
             self.proc = None
 
     def crash_and_restart(self) -> None:
-        """SIGKILL the whole process group (no clean shutdown) and start again on the same data dir."""
+        """SIGKILL the whole process group (no clean shutdown) and start again on the same data dir.
+        Replicas mode: every replica, then all start again behind the same proxies."""
+        if self.replicas > 1:
+            assert any(p is not None and p.poll() is None for p in self.procs), "server is not running"
+            for p in self.procs:
+                if p is not None:
+                    _kill_group_now(p)
+            self.procs = [None] * len(self.procs)
+            self.proc = None
+            self.start()
+            return
         assert self.proc is not None, "server is not running"
         _kill_group_now(self.proc)
         self.proc = None
@@ -363,8 +615,37 @@ class HearthServer:
     def auth_base(self) -> str:
         return f"http://127.0.0.1:{self.auth_port}"
 
+    def replica_output(self, index: int) -> str:
+        """One replica's log (replicas mode)."""
+        return _tail(self._replica_logs[index], limit=200_000)
+
     def output(self) -> str:
+        if self.replicas > 1:
+            return "\n".join(f"--- replica {i} ({path.name}) ---\n{_tail(path)}" for i, path in enumerate(self._replica_logs))
         return _tail(self._log_path) if self._log_path else ""
+
+
+def _read_ready_file(path: Path) -> dict | None:
+    """A ready file's ports (``{"auth": P, "firestore": P, ...}``), or None until it is complete."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        ports = json.loads(text)
+        int(ports["firestore"])
+    except (ValueError, KeyError, TypeError):
+        return None  # partially written; try again
+    return {k: int(v) for k, v in ports.items()}
+
+
+def _close_proxies(proxies: dict) -> None:
+    """When a server object is gone: its proxies close (without waiting: a finalizer may run on
+    any thread, the proxies' own loop thread included)."""
+    group = shared_group()
+    for proxy in list(proxies.values()):
+        group.remove_soon(proxy)
+    proxies.clear()
 
 
 def _emulator_binary() -> str:

@@ -21,7 +21,7 @@ from firebase_admin import app_check, credentials
 
 from apiutil import ADMIN_TOKEN, ApiUser, start_api_server
 from authutil import hearth_binary
-from conftest import PROJECT
+from conftest import PROJECT, signing_keys
 
 pytestmark = pytest.mark.hearth_only(reason="App Check is served by Hearth, not by the Firestore emulator")
 
@@ -73,10 +73,9 @@ def exchange_debug(srv, app_id=APP, secret=DEBUG_SECRET, **body):
 
 def app_check_key(srv):
     """Hearth's App Check signing key, read from the data dir — to forge well-signed tokens with bad claims."""
-    keys = sorted((srv.data_dir / "app-check-keys").glob("*.pem"))
     now = time.time()
-    active = [k for k in keys if int(k.name.split("-")[0]) <= now][-1]
-    return serialization.load_pem_private_key(active.read_bytes(), None), active.name.split("-", 1)[1][:-4]
+    _, kid, pem = [k for k in signing_keys(srv, "app-check") if k[0] <= now][-1]
+    return serialization.load_pem_private_key(pem, None), kid
 
 
 def test_debug_exchange_and_admin_sdk_verification(srv, admin_app):
@@ -221,6 +220,7 @@ def test_enforced_on_the_file_api(srv):
     assert user.call("GET", "/v1/files", headers={"Authorization": f"Bearer {user.token}", "X-Firebase-AppCheck": short}).status_code == 401
 
 
+@pytest.mark.single_server(reason="counts in one process's /metrics registry")
 def test_monitor_mode_allows_and_counts(tmp_path_factory):
     s = start_api_server(tmp_path_factory, "api-appcheck-monitor", {"appCheck": {"enforcement": {"api": "monitor"}}})
     try:

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from google.oauth2 import service_account
 
 from authutil import V1, AuthRest, expect_error, jwt_payload, start
-from conftest import PROJECT
+from conftest import PROJECT, signing_keys
 
 pytestmark = pytest.mark.hearth_only(reason="Firebase Auth is served by Hearth, not by the Firestore emulator")
 
@@ -44,12 +44,10 @@ def sa_info(prod) -> dict:
 
 
 def server_key(prod):
-    """The server's active signing key, read from the data dir — to forge well-signed tokens with bad claims."""
-    keys = sorted((prod.data_dir / "keys").glob("*.pem"))
+    """The server's active signing key, read from the data dir (or its database) — to forge well-signed tokens with bad claims."""
     now = time.time()
-    active = [k for k in keys if int(k.name.split("-")[0]) <= now][-1]
-    kid = active.name.split("-", 1)[1][:-4]
-    return serialization.load_pem_private_key(active.read_bytes(), None), kid
+    _, kid, pem = [k for k in signing_keys(prod, "auth") if k[0] <= now][-1]
+    return serialization.load_pem_private_key(pem, None), kid
 
 
 def test_tokens_verify_with_pyjwt_against_jwks_and_x509(prod, rest):

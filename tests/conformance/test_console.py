@@ -165,6 +165,7 @@ def test_session_cookie_flags_and_sign_out(hearth):
     assert s.get(console_url(hearth) + "/api/overview", timeout=TIMEOUT).status_code == 401
 
 
+@pytest.mark.replica_gap(reason="console sessions live in the memory of the replica that signed in (issue 18 part 3, open)")
 def test_changes_without_the_csrf_token_are_refused(hearth):
     s, info = signed_in_session(hearth)
     url = console_url(hearth) + "/api/proxy/firestore/v1/projects/demo-hearth/databases/(default)/documents/csrf?documentId=x"
@@ -320,6 +321,7 @@ def go(browser, srv, fragment: str):
     wait_for(browser, lambda: css_all(browser, "main h1"), f"the {fragment} page")
 
 
+@pytest.mark.replica_gap(reason="console sessions live in the memory of the replica that signed in (issue 18 part 3, open)")
 def test_browser_drives_the_console(hearth, browser):
     base = console_url(hearth)
     # --- sign in as the console user

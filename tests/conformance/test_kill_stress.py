@@ -28,8 +28,10 @@ import requests
 
 from conftest import PROJECT, TARGET, HearthServer, _kill_group_now
 
-pytestmark = pytest.mark.skipif(
-    TARGET == "emulator", reason="durability under SIGKILL is a Hearth property (the emulator is in-memory)")
+pytestmark = [
+    pytest.mark.skipif(TARGET == "emulator", reason="durability under SIGKILL is a Hearth property (the emulator is in-memory)"),
+    pytest.mark.single_server(reason="SIGKILLs the one process mid-commit and restarts it (several replicas: test_replicas_realtime.py kills one mid-stream)"),
+]
 
 DATABASE = f"projects/{PROJECT}/databases/(default)"
 ROOT = f"{DATABASE}/documents"

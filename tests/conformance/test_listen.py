@@ -24,17 +24,22 @@ WAIT_S = 20.0
 DB = f"projects/{PROJECT}/databases/(default)"
 
 
+# Clients are made from several threads at once (the replicas tests): the variable is process-wide.
+_env_lock = threading.Lock()
+
+
 @contextmanager
 def emulator_host(port: int):
-    old = os.environ.get("FIRESTORE_EMULATOR_HOST")
-    os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{port}"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("FIRESTORE_EMULATOR_HOST", None)
-        else:
-            os.environ["FIRESTORE_EMULATOR_HOST"] = old
+    with _env_lock:
+        old = os.environ.get("FIRESTORE_EMULATOR_HOST")
+        os.environ["FIRESTORE_EMULATOR_HOST"] = f"127.0.0.1:{port}"
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop("FIRESTORE_EMULATOR_HOST", None)
+            else:
+                os.environ["FIRESTORE_EMULATOR_HOST"] = old
 
 
 def make_client(port: int) -> firestore.Client:
@@ -176,6 +181,7 @@ def test_collection_group_listener(client):
 
 
 @pytest.mark.hearth_only(reason="the emulator keeps data in memory; a restart loses it")
+@pytest.mark.single_server(reason="restarts one process on the same fixed --firestore-port (test_replicas_realtime.py kills a replica instead)")
 def test_listener_resumes_after_server_restart(tmp_path):
     binary = os.environ["HEARTH_BIN"]
     port = _free_port()

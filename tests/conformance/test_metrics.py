@@ -19,7 +19,10 @@ from authutil import AuthRest, start
 from conftest import PROJECT
 from dbutil import DatabaseRest
 
-pytestmark = pytest.mark.hearth_only(reason="/metrics is Hearth's own")
+pytestmark = [
+    pytest.mark.hearth_only(reason="/metrics is Hearth's own"),
+    pytest.mark.single_server(reason="counts in one process's /metrics registry and its log"),
+]
 
 RULES = """rules_version = '2';
 service cloud.firestore {

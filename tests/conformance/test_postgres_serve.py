@@ -25,20 +25,13 @@ from botocore.exceptions import ClientError
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from conftest import PROJECT, TARGET, HearthServer, LocalPostgres, _free_port, create_database, postgres_bin_dir, psql
+from conftest import PROJECT, TARGET, HearthServer, LocalPostgres, _free_port, create_database, postgres_bin_dir, psql, hearth_bin
 
 pytestmark = pytest.mark.skipif(TARGET != "hearth", reason="hearth serve --database-url is Hearth's own")
 
 PORT_FLAGS = ["--firestore-port", "0", "--auth-port", "0", "--storage-port", "0", "--s3-port", "0", "--database-port", "0",
               "--api-port", "0", "--console-port", "0"]
 RTDB_NS = f"{PROJECT}-default-rtdb"
-
-
-def binary() -> str:
-    path = os.environ.get("HEARTH_BIN")
-    if not path:
-        pytest.skip("HEARTH_BIN is not set")
-    return path
 
 
 def clean_env(**extra: str) -> dict:
@@ -50,7 +43,7 @@ def clean_env(**extra: str) -> dict:
 
 def serve_until_exit(data_dir: Path, *args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
     """`hearth serve` expected to stop by itself (a refused start)."""
-    return subprocess.run([binary(), "serve", "--emulator", "--data-dir", str(data_dir), *PORT_FLAGS, *args],
+    return subprocess.run([hearth_bin(), "serve", "--emulator", "--data-dir", str(data_dir), *PORT_FLAGS, *args],
                           capture_output=True, text=True, timeout=timeout, env=env or clean_env(), cwd=data_dir.parent)
 
 
@@ -76,7 +69,7 @@ def new_database(postgres) -> str:
 
 
 def print_config(cwd: Path, *args: str, env: dict | None = None) -> dict:
-    done = subprocess.run([binary(), "serve", "--print-config-format", "json", *args], cwd=cwd, env=env or clean_env(),
+    done = subprocess.run([hearth_bin(), "serve", "--print-config-format", "json", *args], cwd=cwd, env=env or clean_env(),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["settings"]
@@ -125,7 +118,7 @@ def test_the_blob_store_url_selects_the_external_s3_store_with_its_region(tmp_pa
         (["--database-url", "mysql://db/hearth"], env, "postgres://"),
         (["--database-url", "postgres://db/hearth?sslmode=sometimes"], env, "sslmode"),
     ]:
-        done = subprocess.run([binary(), "serve", "--print-config", *args], cwd=tmp_path, env=env_, capture_output=True, text=True, timeout=60)
+        done = subprocess.run([hearth_bin(), "serve", "--print-config", *args], cwd=tmp_path, env=env_, capture_output=True, text=True, timeout=60)
         assert done.returncode != 0, args
         assert words in done.stderr, (args, done.stderr)
         assert not (tmp_path / "hearth-data").exists()
@@ -153,7 +146,7 @@ def test_an_unreachable_database_stops_the_start_with_its_address_and_cause(tmp_
 
 def test_a_schema_newer_than_the_binary_is_refused_at_start(postgres, tmp_path):
     url = new_database(postgres)
-    srv = HearthServer(binary(), tmp_path / "first", database_url=url)
+    srv = HearthServer(hearth_bin(), tmp_path / "first", database_url=url)
     srv.start()
     srv.stop()
     versions = psql(url, "SELECT max(version) FROM hearth_schema_migrations").strip()
@@ -202,12 +195,28 @@ def firestore_rest(srv, method: str, doc: str, **kw):
 
 
 def admin(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([binary(), *args, "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=120, env=clean_env())
+    return subprocess.run([hearth_bin(), *args, "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=120, env=clean_env())
+
+
+def test_offline_commands_over_postgres_exit_every_time(postgres, tmp_path):
+    """Each `hearth admin` over PostgreSQL stops its pool and exits. They used to hang now and then
+    (about one in twenty-five): the Realtime Database's feed, which only a server needs, was still
+    reading through the pool when the pool stopped, and postgres-nio never answers a query written
+    to a connection its stopping pool has just closed."""
+    url = new_database(postgres)
+    data_dir = tmp_path / "data"
+    for _ in range(40):
+        made = subprocess.run([hearth_bin(), "admin", "s3-keys", "create", "--json", "--data-dir", str(data_dir)],
+                              capture_output=True, text=True, timeout=60, env=clean_env(HEARTH_DATABASE_URL=url))
+        assert made.returncode == 0, made.stderr
+    listed = admin("admin", "s3-keys", "list", "--json", data_dir=data_dir)
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)) == 40
 
 
 def test_a_database_that_stops_while_serving_answers_unavailable_and_the_server_recovers(postgres, tmp_path):
     url = new_database(postgres)
-    srv = HearthServer(binary(), tmp_path, database_url=url)
+    srv = HearthServer(hearth_bin(), tmp_path, database_url=url)
     srv.start()
     try:
         # An S3 key made by the admin command on the data directory lands in the server's database.
@@ -289,7 +298,7 @@ def test_a_database_that_stops_while_serving_answers_unavailable_and_the_server_
 
 def test_commands_that_copy_sqlite_files_refuse_a_postgresql_data_directory(postgres, tmp_path):
     url = new_database(postgres)
-    srv = HearthServer(binary(), tmp_path, database_url=url)
+    srv = HearthServer(hearth_bin(), tmp_path, database_url=url)
     srv.start()
     srv.stop()
     marker = srv.data_dir / "postgres-database"
@@ -306,6 +315,6 @@ def test_commands_that_copy_sqlite_files_refuse_a_postgresql_data_directory(post
     assert done.returncode == 1
     assert "--database-url" in done.stderr, done.stderr
     # The same commands with the URL in the environment are refused too.
-    done = subprocess.run([binary(), "backup", "--data-dir", str(tmp_path / "other"), "--to", str(tmp_path / "b2")],
+    done = subprocess.run([hearth_bin(), "backup", "--data-dir", str(tmp_path / "other"), "--to", str(tmp_path / "b2")],
                           capture_output=True, text=True, timeout=60, env=clean_env(HEARTH_DATABASE_URL=url))
     assert done.returncode != 0 and "HEARTH_DATABASE_URL" in done.stderr, done.stderr

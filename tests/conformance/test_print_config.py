@@ -11,18 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import hearth_bin
+
 pytestmark = pytest.mark.hearth_only(reason="Hearth's own command line")
 
 SECRET_TOKEN = "s3cret-admin-token-0123456789"
 SMTP_PASSWORD = "smtp-pa55word"
 API_SECRET = "api-secret-key-abcdef"
-
-
-def binary() -> str:
-    path = os.environ.get("HEARTH_BIN")
-    if not path:
-        pytest.skip("HEARTH_BIN is not set")
-    return path
 
 
 def clean_env(**extra: str) -> dict:
@@ -35,7 +30,7 @@ def clean_env(**extra: str) -> dict:
 
 def print_config(cwd: Path, *args: str, env: dict | None = None, fmt: str = "json") -> subprocess.CompletedProcess:
     return subprocess.run(
-        [binary(), "serve", "--print-config", "--print-config-format", fmt, *args],
+        [hearth_bin(), "serve", "--print-config", "--print-config-format", fmt, *args],
         cwd=cwd, env=env if env is not None else clean_env(), capture_output=True, text=True, timeout=60)
 
 

@@ -14,7 +14,10 @@ import requests
 from authutil import start
 from dbutil import DatabaseRest
 
-pytestmark = pytest.mark.hearth_only(reason="Hearth's own shutdown")
+pytestmark = [
+    pytest.mark.hearth_only(reason="Hearth's own shutdown"),
+    pytest.mark.single_server(reason="SIGTERM to the one process: its drain, its deadline, its outbox"),
+]
 
 BUCKET = "demo-hearth.appspot.com"
 

@@ -129,6 +129,7 @@ def test_multipart_upload_with_metadata(base):
     assert media.content == data
 
 
+@pytest.mark.replica_gap(reason="a resumable upload session lives in the replica that opened it (issue 18 part 3, open)")
 @pytest.mark.parametrize("variant", ["ios", "js"])
 def test_resumable_upload_interrupted_and_resumed(base, variant):
     name = f"{unique()}/video.mp4"
@@ -161,6 +162,7 @@ def test_resumable_upload_interrupted_and_resumed(base, variant):
     assert requests.post(url, headers={**OWNER, "X-Goog-Upload-Command": "cancel"}, timeout=TIMEOUT).status_code == 400
 
 
+@pytest.mark.replica_gap(reason="a resumable upload session lives in the replica that opened it (issue 18 part 3, open)")
 def test_resumable_cancel_and_unknown_sessions(base):
     name = unique("cancel")
     start = requests.post(f"{base}/v0/b/{BUCKET}/o", params={"name": name},
@@ -263,6 +265,7 @@ def storage_rules(base):
     assert requests.post(f"{base}/internal/reset", timeout=TIMEOUT).status_code == 200
 
 
+@pytest.mark.replica_gap(reason="Storage rules set through the emulator's /internal/setRules hold in one replica (issue 18 part 3, open)")
 def test_storage_rules_for_several_users(base, storage_rules):
     def up(uid, path, data=b"\x89PNG", ctype="image/png"):
         return upload_media(base, path, data, ctype, headers=as_user(uid)).status_code
@@ -333,6 +336,11 @@ def test_kill_during_upload_leaves_no_partial_object(base, server, restart_serve
     new_base = srv.storage_base
     assert requests.get(obj_url(new_base, name), headers=OWNER, timeout=TIMEOUT).status_code == 404
     tmp = srv.data_dir / "objects" / "tmp"
+    if getattr(srv, "database_url", None):
+        # Over PostgreSQL other servers may share the data directory, so a start keeps temporary
+        # files younger than an hour (their uploads in flight; docs/postgres.md). What counts
+        # holds: no partial object (above).
+        return
     assert not any(tmp.iterdir()), "temporary upload files survive a restart"
 
 
@@ -355,6 +363,7 @@ def set_storage_rules(base, content):
     assert r.status_code == 200, r.text
 
 
+@pytest.mark.replica_gap(reason="Storage rules set through the emulator's /internal/setRules hold in one replica (issue 18 part 3, open)")
 def test_cross_service_rules_read_firestore_documents(base, server):
     """Drift's bottles: the owner of `bottles/{id}` in Firestore decides who may upload to it
     (`firestore.get`), and who may read depends on the document existing (`firestore.exists`)."""
@@ -416,6 +425,7 @@ def wait_closed(sock, timeout=20.0) -> bool:
         return True
 
 
+@pytest.mark.replica_gap(reason="Storage rules set through the emulator's /internal/setRules hold in one replica (issue 18 part 3, open)")
 @pytest.mark.parametrize("variant", ["media", "media-expect", "resumable-ios", "resumable-js"])
 def test_upload_denied_by_declared_size_is_refused_before_the_body(base, server, variant):
     """6 MiB against `request.resource.size < 5 MiB`: the 403 arrives after the headers alone
@@ -459,6 +469,7 @@ def test_upload_denied_by_declared_size_is_refused_before_the_body(base, server,
         assert requests.post(f"{base}/internal/reset", timeout=TIMEOUT).status_code == 200
 
 
+@pytest.mark.replica_gap(reason="a resumable upload session lives in the replica that opened it (issue 18 part 3, open)")
 def test_resumable_chunk_past_the_declared_size_is_refused_before_it_is_read(base, server):
     base = server.storage_base
     name = unique("chunked")

@@ -69,6 +69,7 @@ def test_every_port_speaks_tls_with_only_the_ca(srv):
         requests.get(https(srv, "api") + "/healthz", timeout=30)
 
 
+@pytest.mark.replica_gap(reason="the console advertises its own replica's ports; no setting names a load balancer's yet (issue 18 part 3, open)")
 def test_console_and_its_proxy_over_tls(srv):
     """The console signs in over TLS and its proxy reaches the other ports over TLS on loopback."""
     s = requests.Session()  # verify= on each call: a session's own is overridden by REQUESTS_CA_BUNDLE
@@ -176,6 +177,7 @@ def test_forwarded_headers_from_a_trusted_proxy(tmp_path):
         srv.stop()
 
 
+@pytest.mark.single_server(reason="SIGHUP to the one process; its connections stay open across the reload")
 def test_certificate_reloads_on_change_and_sighup_without_dropping_connections(tmp_path):
     srv = start_tls_server(tmp_path, admin_token=ADMIN)
     try:

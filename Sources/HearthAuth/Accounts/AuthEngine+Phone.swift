@@ -33,10 +33,10 @@ extension AuthEngine {
         let number = try Self.checkPhoneNumber(phoneNumber)
         let now = clock.millis()
         let sendKey = "phone-send:" + number
-        guard !accountFailures.isBlocked(sendKey, now: now, limit: Self.phoneCodesPerNumber) else {
+        guard try await !accountFailures.isBlocked(sendKey, now: now, limit: Self.phoneCodesPerNumber) else {
             throw AuthErrorCode.tooManyAttempts.error()
         }
-        accountFailures.record(sendKey, now: now)
+        try await accountFailures.record(sendKey, now: now)
         var rng = SystemRandomNumberGenerator()
         let code = PhoneVerificationCode(
             sessionInfo: Self.randomString(64, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
@@ -60,7 +60,7 @@ extension AuthEngine {
         if let idToken { linkUID = try await account(idToken: idToken).uid }
         let now = clock.millis()
         let attemptKey = "phone-session:" + sessionInfo
-        guard !accountFailures.isBlocked(attemptKey, now: now, limit: Self.phoneCodeAttempts) else {
+        guard try await !accountFailures.isBlocked(attemptKey, now: now, limit: Self.phoneCodeAttempts) else {
             throw AuthErrorCode.invalidSessionInfo.error()
         }
         let target = linkUID
@@ -105,10 +105,10 @@ extension AuthEngine {
         }
         switch outcome {
         case .success(let planned):
-            accountFailures.reset(attemptKey)
+            try await accountFailures.reset(attemptKey)
             return try finish(planned)
         case .failure(let error):
-            if error.authErrorCode == .invalidCode { accountFailures.record(attemptKey, now: now) }
+            if error.authErrorCode == .invalidCode { try await accountFailures.record(attemptKey, now: now) }
             throw error
         }
     }

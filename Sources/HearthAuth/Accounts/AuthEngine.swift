@@ -59,15 +59,16 @@ public final class AuthEngine: Sendable {
     let accountFailures: AttemptLimiter
     let addressAttempts: AttemptLimiter
 
-    public init(store: any AuthStore, tokens: TokenService, configuration: Configuration = .init()) {
+    /// `attempts` counts sign-in attempts for servers sharing a database (nil: in this process).
+    public init(store: any AuthStore, tokens: TokenService, configuration: Configuration = .init(), attempts: (any SignInAttemptStore)? = nil) {
         self.store = store
         self.tokens = tokens
         self.configuration = configuration
         self.clock = tokens.clock
         self.enumerationProtection = Mutex(configuration.emailEnumerationProtection)
         let window = configuration.attemptWindowSeconds * 1000
-        accountFailures = AttemptLimiter(.init(attempts: configuration.accountFailureLimit, windowMillis: window))
-        addressAttempts = AttemptLimiter(.init(attempts: configuration.addressAttemptLimit, windowMillis: window))
+        accountFailures = AttemptLimiter(.init(attempts: configuration.accountFailureLimit, windowMillis: window), name: "account", store: attempts)
+        addressAttempts = AttemptLimiter(.init(attempts: configuration.addressAttemptLimit, windowMillis: window), name: "address", store: attempts)
     }
 
     /// Whether email enumeration protection is on now (the emulator's config endpoint changes it).
@@ -222,8 +223,8 @@ public final class AuthEngine: Sendable {
     ) async throws -> Session {
         if let clientAddress {
             let now = clock.millis()
-            guard !addressAttempts.isBlocked("signUp " + clientAddress, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
-            addressAttempts.record("signUp " + clientAddress, now: now)
+            guard try await !addressAttempts.isBlocked("signUp " + clientAddress, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
+            try await addressAttempts.record("signUp " + clientAddress, now: now)
         }
         if email == nil && password == nil {
             guard configuration.allowAnonymousSignUp else { throw AuthErrorCode.adminOnlyOperation.error() }
@@ -239,7 +240,7 @@ public final class AuthEngine: Sendable {
         let normalized = try Self.normalizeEmail(email)
         let now = clock.millis()
         let signUpKey = "signUp email:" + normalized
-        if clientAddress != nil, accountFailures.isBlocked(signUpKey, now: now) { throw AuthErrorCode.tooManyAttempts.error() }
+        if clientAddress != nil, try await accountFailures.isBlocked(signUpKey, now: now) { throw AuthErrorCode.tooManyAttempts.error() }
         let hash = try configuration.passwordHashing.hash(try checkPassword(password))
         let account = Account(
             uid: Self.newUID(), email: normalized, passwordHash: hash, passwordUpdatedAt: now, displayName: displayName,
@@ -253,7 +254,7 @@ public final class AuthEngine: Sendable {
             return (changes, session)
         }
         guard let planned else {
-            if clientAddress != nil { accountFailures.record(signUpKey, now: now) }
+            if clientAddress != nil { try await accountFailures.record(signUpKey, now: now) }
             throw AuthErrorCode.emailExists.error()
         }
         return try finish(planned)
@@ -266,21 +267,21 @@ public final class AuthEngine: Sendable {
         let now = clock.millis()
         let accountKey = "email:" + normalized
         if let clientAddress {
-            guard !addressAttempts.isBlocked(clientAddress, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
-            addressAttempts.record(clientAddress, now: now)
+            guard try await !addressAttempts.isBlocked(clientAddress, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
+            try await addressAttempts.record(clientAddress, now: now)
         }
-        guard !accountFailures.isBlocked(accountKey, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
+        guard try await !accountFailures.isBlocked(accountKey, now: now) else { throw AuthErrorCode.tooManyAttempts.error() }
         let protect = emailEnumerationProtection
         guard let account = try await store.account(email: normalized), let hash = account.passwordHash else {
-            accountFailures.record(accountKey, now: now)
+            try await accountFailures.record(accountKey, now: now)
             throw (protect ? AuthErrorCode.invalidLoginCredentials : .emailNotFound).error()
         }
         guard try hash.verify(password) else {
-            accountFailures.record(accountKey, now: now)
+            try await accountFailures.record(accountKey, now: now)
             throw (protect ? AuthErrorCode.invalidLoginCredentials : .invalidPassword).error()
         }
         guard !account.disabled else { throw AuthErrorCode.userDisabled.error() }
-        accountFailures.reset(accountKey)
+        try await accountFailures.reset(accountKey)
         // Imported or outdated hashes are replaced by the native scheme now that the password is known.
         let upgraded = hash.isNative(configuration.passwordHashing) ? nil : try configuration.passwordHashing.hash(password)
         let planned = try await commit {

@@ -74,13 +74,7 @@ public final class KeyRing: Sendable {
         if let directory {
             do {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-                for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".pem") {
-                    let stem = name.dropLast(4)
-                    guard let dash = stem.firstIndex(of: "-"), let at = Int64(stem[..<dash]) else { continue }
-                    let pem = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
-                    let key = try _RSA.Signing.PrivateKey(pemRepresentation: pem)
-                    loaded.append(Key(kid: Self.keyID(key.publicKey), activatesAt: at, privateKey: key))
-                }
+                loaded = try Self.keyFiles(directory)
             } catch {
                 throw HearthError(.internal, "Cannot load signing keys.", cause: error)
             }
@@ -100,6 +94,49 @@ public final class KeyRing: Sendable {
         self.clock = clock
         keys = Mutex([])
         try await synchronize()
+    }
+
+    /// The keys of a file-based ring's directory (`<activatesAt>-<kid>.pem`), in no order.
+    static func keyFiles(_ directory: URL) throws -> [Key] {
+        var loaded: [Key] = []
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".pem") {
+            let stem = name.dropLast(4)
+            guard let dash = stem.firstIndex(of: "-"), let at = Int64(stem[..<dash]) else { continue }
+            let pem = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+            let key = try _RSA.Signing.PrivateKey(pemRepresentation: pem)
+            loaded.append(Key(kid: Self.keyID(key.publicKey), activatesAt: at, privateKey: key))
+        }
+        return loaded
+    }
+
+    /// A server moving from its files to a shared store (`hearth serve --database-url` over a
+    /// data directory that has `keys/`): copies the keys of the file-based ring in `directory`
+    /// into `store`'s ring `ring` if that ring holds no key yet, so the tokens they signed keep
+    /// verifying. Returns how many were copied: none when the directory has no keys, the ring
+    /// had keys already (another server's, or an earlier start's — the files are ignored then),
+    /// or another server stored its keys first. Keys whose tokens have all expired go at the
+    /// ring's next ``synchronize()``.
+    public static func importFiles(_ directory: URL, into store: any SigningKeyStore, ring: String) async throws -> Int {
+        guard FileManager.default.fileExists(atPath: directory.path) else { return 0 }
+        let files: [Key]
+        do {
+            files = try keyFiles(directory).sorted { $0.activatesAt < $1.activatesAt }
+        } catch {
+            throw HearthError(.internal, "Cannot load signing keys from \(directory.path).", cause: error)
+        }
+        guard !files.isEmpty, try await store.keys(ring: ring).isEmpty else { return 0 }
+        var latest: Int64? = nil
+        var copied = 0
+        for key in files where key.activatesAt != latest {
+            let stored = try await store.add(
+                StoredSigningKey(kid: key.kid, activatesAt: key.activatesAt, privateKeyPEM: key.privateKey.pkcs8PEMRepresentation), ring: ring,
+                ifLatestActivation: latest)
+            // Another server's key got there first: its ring is everyone's.
+            guard stored.last?.kid == key.kid else { break }
+            latest = key.activatesAt
+            copied += 1
+        }
+        return copied
     }
 
     /// How often a store-backed ring should ``synchronize()``: a quarter of the rotation

@@ -1,6 +1,7 @@
 public import HearthCore
 public import _CryptoExtras
 import HearthJWT
+import Synchronization
 import Foundation
 
 /// A verified ID token: who it names and everything it claims.
@@ -53,7 +54,9 @@ public final class TokenService: Sendable {
     public let clock: AuthClock
     /// Emulator mode: accept `alg: none` ID tokens and custom tokens (never in production).
     public let allowUnsigned: Bool
-    public let customTokenSigners: [CustomTokenSigner]
+    /// The service accounts whose custom tokens are accepted (``setCustomTokenSigners(_:)`` replaces them).
+    public var customTokenSigners: [CustomTokenSigner] { signers.withLock { $0 } }
+    let signers: Mutex<[CustomTokenSigner]>
     /// Allowed clock difference for `iat`/`auth_time` in the future, seconds.
     public let clockSkew: Int64
     /// ID tokens whose signature verified (their claims are rechecked on each presentation).
@@ -68,11 +71,17 @@ public final class TokenService: Sendable {
         self.keyRing = keyRing
         self.clock = clock
         self.allowUnsigned = allowUnsigned
-        self.customTokenSigners = customTokenSigners
+        self.signers = Mutex(customTokenSigners)
         self.clockSkew = clockSkew
     }
 
     public var issuer: String { "https://securetoken.google.com/\(projectID)" }
+
+    /// Replaces the accepted custom-token signers (servers sharing a store read the registered
+    /// service accounts again, so one registered through another server is accepted here too).
+    public func setCustomTokenSigners(_ signers: [CustomTokenSigner]) {
+        self.signers.withLock { $0 = signers }
+    }
 
     // MARK: Minting
 

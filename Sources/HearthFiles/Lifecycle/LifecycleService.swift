@@ -1,3 +1,4 @@
+public import HearthCore
 public import ServiceLifecycle
 
 /// Runs ``LifecycleWorker`` passes in `hearth serve`: whole batches mean more may be waiting,
@@ -6,13 +7,22 @@ public import ServiceLifecycle
 /// engine reports deleted (`accountDeletions`, the hook); the passes' reconciliation stays as
 /// the safety net (deletions made while the server was down, or by another process).
 /// A `Service` of the server's `ServiceGroup`; stops on graceful shutdown.
+///
+/// Servers sharing a database run the passes on one of them at a time (`jobs`, job
+/// "lifecycle"); the account-deletion hook runs on the server whose engine deleted the
+/// accounts, once per deletion.
 public struct LifecycleService: Service {
     let worker: LifecycleWorker
     let accountDeletions: AsyncStream<[String]>?
+    let jobs: any JobCoordinator
 
-    public init(worker: LifecycleWorker, accountDeletions: AsyncStream<[String]>? = nil) {
+    /// The passes' job name for ``JobCoordinator``.
+    public static let job = "lifecycle"
+
+    public init(worker: LifecycleWorker, accountDeletions: AsyncStream<[String]>? = nil, jobs: any JobCoordinator = LocalJobCoordinator()) {
         self.worker = worker
         self.accountDeletions = accountDeletions
+        self.jobs = jobs
     }
 
     public func run() async throws {
@@ -32,7 +42,9 @@ public struct LifecycleService: Service {
                 group.addTask {
                     while !Task.isCancelled {
                         do {
-                            while !Task.isCancelled, try await worker.pass(dryRun: false).total > 0 {}
+                            _ = try await jobs.runExclusively(job: Self.job) {
+                                while !Task.isCancelled, try await worker.pass(dryRun: false).total > 0 {}
+                            }
                         } catch {
                             worker.logger.error("lifecycle pass failed", metadata: ["error": "\(error)"])
                         }

@@ -67,7 +67,7 @@ extension HearthServer {
                 rules: rules, documents: engine, database: registry.database, objects: objects, bucket: configuration.defaultBucket,
                 existingAccounts: { uids in Set(try await auth.lookup(uids: uids).map(\.uid)) },
                 realtime: DatabaseLifecycleAdapter(engine: database, project: configuration.project), logger: logger)
-            lifecycle.append(LifecycleService(worker: worker, accountDeletions: auth.accountDeletions.subscribe()))
+            lifecycle.append(LifecycleService(worker: worker, accountDeletions: auth.accountDeletions.subscribe(), jobs: jobs))
             lifecycleMetrics = worker.metrics
         }
         return lifecycle + [
@@ -77,7 +77,7 @@ extension HearthServer {
                     registry: registry, authenticator: authenticator, appCheck: appCheck, appCheckGate: gate, lifecycleMetrics: lifecycleMetrics,
                     readiness: readinessProbe(ready), logger: logger, maxBody: configuration.limits.requestBytes(.api)),
                 ready),
-            PendingUploadSweeper(registry: registry, interval: .seconds(api.sweepIntervalSeconds)),
+            PendingUploadSweeper(registry: registry, interval: .seconds(api.sweepIntervalSeconds), jobs: jobs),
         ]
     }
 

@@ -9,7 +9,8 @@ public import NIOCore
 ///
 /// The bytes read while deciding are handed to the chosen protocol's handlers unchanged. A
 /// connection that sends nothing conclusive within `decisionTimeout` is closed; one that
-/// closes before a decision fails its setup (Hummingbird drops it), so nothing is left behind.
+/// closes (or half-closes) before a decision fails its setup (Hummingbird drops it), and so does
+/// an undecided one when the server shuts down, so nothing is left behind.
 public struct SniffingHTTPChannel: ServerChildChannel {
     /// The chosen protocol's channel value.
     public enum Negotiated: Sendable {
@@ -179,6 +180,25 @@ final class ProtocolSniffingHandler: ChannelInboundHandler, RemovableChannelHand
             promise.fail(ProtocolSniffingError(reason: "connection closed before a protocol was chosen"))
         }
         context.fireChannelInactive()
+    }
+
+    /// Before a decision nothing behind this handler answers events, so two of them are its own:
+    /// the client's half-close (the server allows them, so a FIN is an event, not an inactive
+    /// channel) — no request can follow, and waiting out the decision timeout would hold the
+    /// socket in CLOSE-WAIT and keep a graceful shutdown waiting; and the server's quiescing (a
+    /// graceful shutdown), for a connection with no request in progress.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if !decided {
+            if let event = event as? ChannelEvent, event == .inputClosed {
+                giveUp(context, "the client closed its side before a request")
+                return
+            }
+            if event is ChannelShouldQuiesceEvent {
+                giveUp(context, "the server is shutting down")
+                return
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

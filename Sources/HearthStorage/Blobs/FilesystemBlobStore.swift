@@ -26,8 +26,11 @@ public final class FilesystemBlobStore: BlobStore {
     let directIO: Bool
 
     /// `directIO: false` keeps every write in the page cache (tests use it to cover that path
-    /// on file systems that would accept direct I/O).
-    public init(root: URL, directIO: Bool = true) throws(HearthError) {
+    /// on file systems that would accept direct I/O). `sharedKeepingTemporaryFilesFor`: other
+    /// running servers may write under the same root (replicas sharing a data directory), so the
+    /// start removes only temporary files left untouched that long — younger ones may be another
+    /// server's upload in flight; nil (one server) removes them all.
+    public init(root: URL, directIO: Bool = true, sharedKeepingTemporaryFilesFor shared: TimeInterval? = nil) throws(HearthError) {
         self.root = root
         self.directIO = directIO
         blobs = root.appendingPathComponent("blobs")
@@ -37,8 +40,15 @@ public final class FilesystemBlobStore: BlobStore {
             try FileManager.default.createDirectory(at: blobs, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
             // Temporary files of a previous run are uploads that never finished.
+            let cutoff = shared.map { Date().addingTimeInterval(-$0) }
             for f in try FileManager.default.contentsOfDirectory(atPath: tmp.path) {
-                try? FileManager.default.removeItem(at: tmp.appendingPathComponent(f))
+                let file = tmp.appendingPathComponent(f)
+                if let cutoff, let modified = try? file.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate,
+                    modified > cutoff
+                {
+                    continue
+                }
+                try? FileManager.default.removeItem(at: file)
             }
         } catch {
             throw HearthError(.failedPrecondition, "Cannot prepare the blob directory \(root.path): \(error.localizedDescription)")

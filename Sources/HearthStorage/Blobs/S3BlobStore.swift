@@ -34,10 +34,10 @@ public final class S3BlobStore: BlobStore {
     let spool: FilesystemBlobStore
 
     /// `spool` is a local directory for uploads in progress.
-    public init(configuration: Configuration, client: HTTPClient = .shared, spool: URL) throws(HearthError) {
+    public init(configuration: Configuration, client: HTTPClient = .shared, spool: URL, sharedSpoolKeepingFilesFor shared: TimeInterval? = nil) throws(HearthError) {
         self.configuration = configuration
         self.client = client
-        self.spool = try FilesystemBlobStore(root: spool)
+        self.spool = try FilesystemBlobStore(root: spool, sharedKeepingTemporaryFilesFor: shared)
     }
 
     var host: String {

@@ -21,19 +21,30 @@ public final class ObjectStore: Sendable {
     /// the server runs in its `ServiceGroup` (without it, deletions happen before the write returns).
     public let reclaimer: BlobReclaimer
 
-    /// `metadataCacheSize` bounds the rows kept for reads (0 turns the cache off).
+    /// Whether access keys are kept for a second (``accessKeyCache``).
+    let cachesAccessKeys: Bool
+
+    /// `metadataCacheSize` bounds the rows kept for reads. 0 turns off every cache of stored
+    /// rows — the object rows and the access keys: for a store other servers write too
+    /// (PostgreSQL shared by replicas), where a deletion or revocation made through another
+    /// server must hold here at once.
     public init(metadata: any ObjectMetadataStore, blobs: any BlobStore, metadataCacheSize: Int = 16_384) {
         self.metadata = metadata
         self.blobs = blobs
         self.metadataCache = ObjectMetadataCache(capacity: metadataCacheSize)
+        self.cachesAccessKeys = metadataCacheSize > 0
         self.reclaimer = BlobReclaimer(blobs: blobs)
     }
 
     /// The blob store of a data directory: `objects/` on the filesystem, or with `s3` that
-    /// external bucket (spooled under `objects/`).
-    public static func blobStore(directory: URL, s3: S3BlobStore.Configuration? = nil) throws -> any BlobStore {
+    /// external bucket (spooled under `objects/`). `shared`: other running servers may use the
+    /// same directory (replicas over one database), so the start leaves temporary files younger
+    /// than an hour alone (another server's uploads in flight).
+    public static func blobStore(directory: URL, s3: S3BlobStore.Configuration? = nil, shared: Bool = false) throws -> any BlobStore {
         let objects = directory.appendingPathComponent("objects")
-        return try s3.map { try S3BlobStore(configuration: $0, spool: objects) } ?? FilesystemBlobStore(root: objects)
+        let keep: TimeInterval? = shared ? 3600 : nil
+        return try s3.map { try S3BlobStore(configuration: $0, spool: objects, sharedSpoolKeepingFilesFor: keep) }
+            ?? FilesystemBlobStore(root: objects, sharedKeepingTemporaryFilesFor: keep)
     }
 
     static func now() -> Timestamp {

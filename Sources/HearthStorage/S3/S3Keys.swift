@@ -52,8 +52,10 @@ extension ObjectStore {
 
     /// The key with this id (nil if none). Answers from memory for a second after reading it,
     /// so a revocation by `hearth admin s3-keys revoke` in another process takes effect within
-    /// a second; one made through this store, at once.
+    /// a second; one made through this store, at once. Without the cache (`metadataCacheSize` 0:
+    /// several servers), every call reads the store.
     public func accessKey(_ id: String) async throws -> S3AccessKey? {
+        guard cachesAccessKeys else { return try await metadata.accessKey(id) }
         let now = ContinuousClock.now
         if let hit = accessKeyCache.withLock({ $0[id] }), now - hit.read < .seconds(1) { return hit.key }
         let key = try await metadata.accessKey(id)
