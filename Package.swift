@@ -456,7 +456,7 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthCore", "HearthAuth", "HearthJWT", "HearthDatabase", "HearthDocuments", "HearthSQLite", "HearthStorage",
+                "HearthServer", "HearthCore", "HearthAuth", "HearthJWT", "HearthDatabase", "HearthDocuments", "HearthSQLite", "HearthStorage", "HearthStoreConformance",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -99,7 +99,8 @@ public enum CompositionRoot {
         let database = DatabaseEngine(
             store: stores.databaseTrees, authorizer: HearthServer.databaseAuthorizer(emulator: configuration.emulator), feed: stores.databaseChanges)
         let appCheck = try await appCheckEngine(configuration, stores: stores, auth: auth)
-        return HearthServer.Engines(documents: documents, auth: auth, objects: objects, database: database, appCheck: appCheck, jobs: stores.jobs)
+        return HearthServer.Engines(documents: documents, auth: auth, objects: objects, database: database, appCheck: appCheck, jobs: stores.jobs,
+            consoleSessions: stores.consoleSessions, runtimeRules: stores.runtimeRules)
     }
 
     /// Opens the stores of `backend` for an offline command (`hearth admin …`), runs their services

@@ -54,6 +54,10 @@ public struct Stores: Sendable {
     public var signInAttempts: (any SignInAttemptStore)?
     /// Who runs the periodic jobs that must run on one server at a time.
     public var jobs: any JobCoordinator = LocalJobCoordinator()
+    /// Where the console's sign-in sessions live: in memory, or in the database every server shares.
+    public var consoleSessions: any ConsoleSessionStore = InMemoryConsoleSessionStore()
+    /// Where rules loaded at run time (emulator mode) are shared by every server; nil: one server.
+    public var runtimeRules: (any RuntimeRulesStore)?
     /// The object metadata rows (and S3 access keys) a server may keep in memory: none when
     /// other servers write the same store.
     public var objectMetadataCacheSize = 16_384
@@ -131,6 +135,8 @@ public struct Stores: Sendable {
         stores.signingKeys = PostgresSigningKeyStore(backend: backend)
         stores.signInAttempts = accounts
         stores.jobs = jobs
+        stores.consoleSessions = PostgresConsoleSessionStore(backend: backend)
+        stores.runtimeRules = PostgresRuntimeRulesStore(backend: backend)
         stores.objectMetadataCacheSize = 0
         // Never over a shared database: another server's upload in flight has a blob and no row yet
         // (whether the bytes are in a bucket or in a data directory the servers share).

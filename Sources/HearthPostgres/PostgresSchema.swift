@@ -283,6 +283,32 @@ public enum PostgresSchema {
                 "CREATE INDEX auth_sign_in_attempts_by_key ON auth_sign_in_attempts (key, at_ms)",
                 "CREATE INDEX auth_sign_in_attempts_by_time ON auth_sign_in_attempts (at_ms)",
             ]),
+        // The console's sign-in sessions, for every server on the database (docs/postgres.md,
+        // "Console sessions"): keyed by the SHA-256 of the session id, never the id itself.
+        Migration(
+            version: 11, name: "console-sessions",
+            statements: [
+                """
+                CREATE TABLE console_sessions (
+                    key text PRIMARY KEY, name text NOT NULL, method text NOT NULL, csrf_token text NOT NULL,
+                    created_ms bigint NOT NULL, last_seen_ms bigint NOT NULL)
+                """,
+                "CREATE INDEX console_sessions_by_last_seen ON console_sessions (last_seen_ms)",
+            ]),
+        // Security rules loaded at run time (emulator mode) for every server on the database
+        // (docs/postgres.md, "Rules loaded at run time"): one row per service and scope, and one
+        // version every server reads before the requests its rules judge.
+        Migration(
+            version: 12, name: "runtime-rules",
+            statements: [
+                """
+                CREATE TABLE runtime_rules (
+                    service text NOT NULL, scope text NOT NULL, file_name text NOT NULL, source text, version bigint NOT NULL,
+                    PRIMARY KEY (service, scope))
+                """,
+                "CREATE TABLE runtime_rules_version (id integer PRIMARY KEY CHECK (id = 0), version bigint NOT NULL)",
+                "INSERT INTO runtime_rules_version (id, version) VALUES (0, 0)",
+            ]),
     ]
 
     /// The newest version this binary knows.

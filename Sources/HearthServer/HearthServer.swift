@@ -37,6 +37,8 @@ public struct HearthServer: Sendable {
     public let appCheck: AppCheckEngine
     /// Who runs the periodic jobs that must run on one server at a time.
     public let jobs: any JobCoordinator
+    /// Where the console's sign-in sessions live.
+    let consoleSessions: ConsoleSessions
     /// The certificate in force when TLS is on (`--tls-cert`), reloaded by ``TLSReloader``.
     public let tls: TLSContexts?
     /// What `/readyz` asks of the persistence beside the listeners (see ``ReadinessCheck``).
@@ -52,10 +54,15 @@ public struct HearthServer: Sendable {
         public var appCheck: AppCheckEngine
         /// Who runs the periodic jobs that must run on one server at a time (docs/postgres.md, "Workers").
         public var jobs: any JobCoordinator
+        /// Where the console's sign-in sessions live (shared by replicas over PostgreSQL).
+        public var consoleSessions: any ConsoleSessionStore
+        /// Where rules loaded at run time (emulator mode) are shared with the other servers; nil: one server.
+        public var runtimeRules: (any RuntimeRulesStore)?
 
         public init(
             documents: DocumentEngine, auth: AuthEngine, objects: ObjectStore, database: DatabaseEngine, appCheck: AppCheckEngine,
-            jobs: any JobCoordinator = LocalJobCoordinator()
+            jobs: any JobCoordinator = LocalJobCoordinator(), consoleSessions: any ConsoleSessionStore = InMemoryConsoleSessionStore(),
+            runtimeRules: (any RuntimeRulesStore)? = nil
         ) {
             self.documents = documents
             self.auth = auth
@@ -63,6 +70,8 @@ public struct HearthServer: Sendable {
             self.database = database
             self.appCheck = appCheck
             self.jobs = jobs
+            self.consoleSessions = consoleSessions
+            self.runtimeRules = runtimeRules
         }
     }
 
@@ -75,7 +84,9 @@ public struct HearthServer: Sendable {
             do { tls = try TLSContexts(files: files) } catch { throw HearthError(.failedPrecondition, "\(error)") }
             logger.info("TLS on every port", metadata: ["certificate": "\(files.certificate)", "expires": "\(tls!.notValidAfter)"])
         }
-        let firestoreRules = RulesStore()
+        // Rules loaded at run time exist in emulator mode only; over a shared store every server loads them.
+        let runtimeRules = configuration.emulator ? engines.runtimeRules : nil
+        let firestoreRules = RulesStore(service: "firestore", shared: runtimeRules, logger: logger)
         if let file = configuration.firestoreRulesFile {
             do {
                 try RulesFileWatcher(path: file, store: firestoreRules, logger: logger).load()
@@ -84,7 +95,7 @@ public struct HearthServer: Sendable {
             }
             logger.info("loaded security rules", metadata: ["file": "\(file)"])
         }
-        let storageRules = RulesStore()
+        let storageRules = RulesStore(service: "storage", shared: runtimeRules, logger: logger)
         if let file = configuration.storageRulesFile {
             do {
                 try RulesFileWatcher(path: file, store: storageRules, logger: logger).load()
@@ -106,6 +117,7 @@ public struct HearthServer: Sendable {
         self.database = engines.database
         self.appCheck = engines.appCheck
         self.jobs = engines.jobs
+        self.consoleSessions = ConsoleSessions(store: engines.consoleSessions)
         self.tls = tls
         self.readiness = readiness
         self.logger = logger
@@ -286,7 +298,7 @@ public struct HearthServer: Sendable {
         if configuration.ports["console"] != nil {
             let console = ConsoleResponder(
                 configuration: configuration, engine: engine, auth: auth, objects: objects, database: database, firestoreRules: firestoreRules,
-                storageRules: storageRules, sessions: ConsoleSessions(), boundPort: { ready.port($0) }, proxyCredential: consoleToken,
+                storageRules: storageRules, sessions: consoleSessions, boundPort: { ready.port($0) }, proxyCredential: consoleToken,
                 recentErrors: configuration.recentErrors, startedAt: Date(), logger: logger)
             services.append(listener("console", console, ready))
         }

@@ -1,3 +1,5 @@
+import Foundation
+public import HearthCore
 import HearthDocuments
 public import HearthStorage
 public import HearthAuth
@@ -48,6 +50,11 @@ public struct ServerConfiguration: Sendable {
     public var shutdownTimeout: Duration = .seconds(10)
     /// `--trusted-proxy`: peers whose `X-Forwarded-Proto`/`-For` are believed.
     public var trustedProxies: [CIDR] = []
+    /// `--public-url SERVICE=URL`: where clients reach a service when that is not this server's own
+    /// host and port (a load balancer in front of several replicas, a reverse proxy): the console
+    /// shows and links to these instead. Keys are service names (``publicServices``); values are
+    /// `http(s)://host[:port][/path]` without a trailing slash.
+    public var publicURLs: [String: String] = [:]
 
     /// The api port: the file registry (docs/app-backend.md).
     public var api: APIConfiguration = .init()
@@ -63,6 +70,38 @@ public struct ServerConfiguration: Sendable {
 
     /// `https` with TLS on, else `http`: the scheme of the URLs Hearth writes for its own ports.
     public var scheme: String { tls == nil ? "http" : "https" }
+
+    /// The services a `--public-url` may name.
+    public static let publicServices = ["firestore", "auth", "storage", "s3", "database", "api", "console", "metrics"]
+
+    /// Parses `--public-url` entries (`SERVICE=URL`): the service one of ``publicServices``, named
+    /// once; the URL absolute `http` or `https` with a host, and no query, fragment or user info.
+    /// A trailing slash is dropped. Throws the reason for the first entry refused.
+    public static func parsePublicURLs(_ entries: [String]) throws(HearthError) -> [String: String] {
+        var out: [String: String] = [:]
+        for entry in entries {
+            guard let eq = entry.firstIndex(of: "=") else {
+                throw HearthError.invalidArgument("\"\(entry)\" is not SERVICE=URL (e.g. firestore=https://firestore.example.com).")
+            }
+            let service = entry[..<eq].trimmingCharacters(in: .whitespaces).lowercased()
+            var url = entry[entry.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            guard publicServices.contains(service) else {
+                throw HearthError.invalidArgument("\"\(service)\" is not a service (one of \(publicServices.joined(separator: ", "))).")
+            }
+            guard out[service] == nil else { throw HearthError.invalidArgument("\(service) is given more than one public URL.") }
+            guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                  let host = parts.host, !host.isEmpty
+            else {
+                throw HearthError.invalidArgument("\(service): \"\(url)\" is not an absolute http:// or https:// URL with a host.")
+            }
+            guard parts.query == nil, parts.fragment == nil, parts.user == nil, parts.password == nil else {
+                throw HearthError.invalidArgument("\(service): \"\(url)\" may not carry a query, a fragment or user info.")
+            }
+            while url.hasSuffix("/") { url.removeLast() }
+            out[service] = url
+        }
+        return out
+    }
 
     /// The project's default bucket, created on first start.
     public var defaultBucket: String { "\(project).appspot.com" }

@@ -174,6 +174,14 @@ extension Serve {
             guard let cidr = CIDR(text) else { throw ValidationError("--trusted-proxy \(text) is not an IP address or CIDR network (10.0.0.0/8, ::1).") }
             return cidr
         }
+        let publicURLs = ledger.list(
+            "public-urls", flag: publicURLs, flagName: "public-url", env: "HEARTH_PUBLIC_URLS",
+            file: (.file(json, key: "hearth.publicUrls"), firebase.publicURLs))
+        do {
+            config.publicURLs = try ServerConfiguration.parsePublicURLs(publicURLs.filter { !$0.isEmpty })
+        } catch {
+            throw ValidationError("--public-url (\(ledger.lastSource)): \(error.message)")
+        }
 
         // Limits (docs/production.md).
         config.limits.requestBytes = try ledger.integer(

@@ -17,7 +17,7 @@ struct Serve: AsyncParsableCommand {
             HEARTH_STORAGE_RULES, HEARTH_INDEXES, HEARTH_AUTH_CONFIG, HEARTH_MAX_REQUEST_BYTES, HEARTH_MAX_OBJECT_BYTES, HEARTH_LOG_LEVEL, …: each \
             option below names its own), then a firebase.json (and .firebaserc) in the working directory: \
             `emulators.{firestore,auth,storage,database,ui,api}.port`, `firestore.indexes`, `firestore.rules`, `storage.rules`, \
-            `database.rules`, `hearth.tls.{cert,key}`, `hearth.trustedProxies`, `hearth.lifecycle`, `hearth.maxRequestBytes`, \
+            `database.rules`, `hearth.tls.{cert,key}`, `hearth.trustedProxies`, `hearth.publicUrls`, `hearth.lifecycle`, `hearth.maxRequestBytes`, \
             `hearth.maxObjectBytes`, `hearth.databaseUrl`, `hearth.blobStore`; then the defaults. `hearth serve --print-config` shows every setting in force and where it came from. \
             Stop with SIGTERM or SIGINT (Ctrl-C): listeners close and in-flight requests finish.
 
@@ -146,6 +146,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("trusted-proxy"), help: "A reverse proxy's address or network (CIDR, repeatable) whose X-Forwarded-Proto and X-Forwarded-For are believed (env HEARTH_TRUSTED_PROXIES, comma-separated; firebase.json hearth.trustedProxies). (default: none)")
     var trustedProxies: [String] = []
+
+    @Option(name: .customLong("public-url"), help: "SERVICE=URL (repeatable): where clients reach SERVICE when that is not this server's own host and port, e.g. behind a load balancer: firestore=https://firestore.example.com. SERVICE is firestore, auth, storage, s3, database, api, console or metrics. The console shows and links to these (env HEARTH_PUBLIC_URLS, comma-separated; firebase.json hearth.publicUrls, an object). (default: the host the browser used and each port)")
+    var publicURLs: [String] = []
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
     var logLevel: String?
@@ -294,6 +297,8 @@ struct FirebaseJSON {
     var tlsKey: String?
     /// `hearth.trustedProxies`: `["10.0.0.0/8", …]`.
     var trustedProxies: [String] = []
+    /// `hearth.publicUrls`: `{"firestore": "https://…", …}`, as `SERVICE=URL` entries.
+    var publicURLs: [String] = []
     /// `hearth.maxRequestBytes`, `hearth.maxObjectBytes` (docs/production.md).
     var maxRequestBytes: Int?
     var maxObjectBytes: Int?
@@ -333,6 +338,9 @@ struct FirebaseJSON {
             if let cert = json["hearth"]?["tls"]?["cert"]?.stringValue { out.tlsCertificate = dir.appendingPathComponent(cert).path }
             if let key = json["hearth"]?["tls"]?["key"]?.stringValue { out.tlsKey = dir.appendingPathComponent(key).path }
             if let proxies = json["hearth"]?["trustedProxies"]?.arrayValue { out.trustedProxies = proxies.compactMap(\.stringValue) }
+            if let urls = json["hearth"]?["publicUrls"]?.objectValue {
+                out.publicURLs = urls.compactMap { name, value in value.stringValue.map { "\(name)=\($0)" } }.sorted()
+            }
             if case .number(let n)? = json["hearth"]?["maxRequestBytes"] { out.maxRequestBytes = Int(n) }
             if case .number(let n)? = json["hearth"]?["maxObjectBytes"] { out.maxObjectBytes = Int(n) }
             out.databaseURL = json["hearth"]?["databaseUrl"]?.stringValue

@@ -47,4 +47,14 @@ struct PostgresStoreConformanceTests {
     func signingKeys(_ scenario: SigningKeyStoreConformance.Case) async throws {
         try await scenario.run { PostgresSigningKeyStore(backend: try await TestPostgres.shared.freshBackend()) }
     }
+
+    @Test(arguments: RuntimeRulesStoreConformance.all)
+    func runtimeRules(_ scenario: RuntimeRulesStoreConformance.Case) async throws {
+        try await scenario.run { PostgresRuntimeRulesStore(backend: try await TestPostgres.shared.freshBackend()) }
+    }
+
+    @Test(arguments: ConsoleSessionStoreConformance.all)
+    func consoleSessions(_ scenario: ConsoleSessionStoreConformance.Case) async throws {
+        try await scenario.run { PostgresConsoleSessionStore(backend: try await TestPostgres.shared.freshBackend()) }
+    }
 }

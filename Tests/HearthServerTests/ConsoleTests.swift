@@ -1,6 +1,7 @@
 import Foundation
 import HearthCore
 import HearthDocuments
+import HearthStoreConformance
 import Testing
 
 @testable import HearthServer
@@ -11,47 +12,69 @@ import Testing
 struct ConsoleSessionTests {
     let principal = ConsolePrincipal(name: "ops@example.com", method: "password")
 
-    @Test func aSessionHasUnguessableIdsAndItsOwnCSRFToken() {
+    @Test func aSessionHasUnguessableIdsAndItsOwnCSRFToken() async throws {
         let sessions = ConsoleSessions()
-        let (id, session) = sessions.create(principal)
-        let (other, _) = sessions.create(principal)
+        let (id, session) = try await sessions.create(principal)
+        let (other, _) = try await sessions.create(principal)
         #expect(id != other)
         #expect(id != session.csrfToken)
         #expect(Base64.urlDecode(id)?.count == 32)
-        #expect(sessions.session(id)?.principal == principal)
+        #expect(try await sessions.session(id)?.principal == principal)
         let forged = (id.first == "A" ? "B" : "A") + id.dropFirst()
-        #expect(sessions.session(forged) == nil)
+        #expect(try await sessions.session(forged) == nil)
     }
 
-    @Test func idleAndAbsoluteTimeoutsEndSessions() {
-        let sessions = ConsoleSessions(idleTimeout: 60, absoluteTimeout: 300)
-        let start = Date(timeIntervalSince1970: 1_000_000)
-        let (id, _) = sessions.create(principal, now: start)
-        // Each use restarts the idle clock…
-        #expect(sessions.session(id, now: start.addingTimeInterval(50)) != nil)
-        #expect(sessions.session(id, now: start.addingTimeInterval(100)) != nil)
-        #expect(sessions.session(id, now: start.addingTimeInterval(150)) != nil)
-        // …but not the absolute one.
-        #expect(sessions.session(id, now: start.addingTimeInterval(301)) == nil)
-        let (idle, _) = sessions.create(principal, now: start)
-        #expect(sessions.session(idle, now: start.addingTimeInterval(61)) == nil)
-        // An ended session stays ended.
-        #expect(sessions.session(idle, now: start) == nil)
-    }
-
-    @Test func signOutEndsTheSession() {
-        let sessions = ConsoleSessions()
-        let (id, _) = sessions.create(principal)
-        sessions.end(id)
-        #expect(sessions.session(id) == nil)
-    }
-
-    @Test func theOldestSessionGivesWayWhenFull() {
-        let sessions = ConsoleSessions(capacity: 3)
+    @Test func theStoreNeverSeesTheSessionId() async throws {
+        let store = InMemoryConsoleSessionStore()
+        let sessions = ConsoleSessions(store: store)
         let start = Date()
-        let ids = (0..<4).map { i in sessions.create(principal, now: start.addingTimeInterval(Double(i))).id }
-        #expect(sessions.session(ids[0], now: start.addingTimeInterval(5)) == nil)
-        for id in ids.dropFirst() { #expect(sessions.session(id, now: start.addingTimeInterval(5)) != nil) }
+        let (id, _) = try await sessions.create(principal, now: start)
+        // Only the SHA-256 of the id (hex) finds it in the store.
+        let key = ConsoleSessions.key(id)
+        #expect(key.count == 64 && key != id)
+        #expect(try await store.touch(key: id, now: start, limits: sessions.limits) == nil)
+        #expect(try await store.touch(key: key, now: start, limits: sessions.limits)?.name == principal.name)
+    }
+
+    @Test func twoServersOverOneStoreShareSessions() async throws {
+        let store = InMemoryConsoleSessionStore()
+        let a = ConsoleSessions(store: store), b = ConsoleSessions(store: store)
+        let (id, session) = try await a.create(principal)
+        #expect(try await b.session(id)?.csrfToken == session.csrfToken)
+        try await b.end(id)
+        #expect(try await a.session(id) == nil)
+    }
+
+    @Test func idleAndAbsoluteTimeoutsEndSessions() async throws {
+        let sessions = ConsoleSessions(limits: ConsoleSessionLimits(idleTimeout: 60, absoluteTimeout: 300))
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        let (id, _) = try await sessions.create(principal, now: start)
+        // Each use restarts the idle clock…
+        #expect(try await sessions.session(id, now: start.addingTimeInterval(50)) != nil)
+        #expect(try await sessions.session(id, now: start.addingTimeInterval(100)) != nil)
+        #expect(try await sessions.session(id, now: start.addingTimeInterval(150)) != nil)
+        // …but not the absolute one.
+        #expect(try await sessions.session(id, now: start.addingTimeInterval(301)) == nil)
+        let (idle, _) = try await sessions.create(principal, now: start)
+        #expect(try await sessions.session(idle, now: start.addingTimeInterval(61)) == nil)
+        // An ended session stays ended.
+        #expect(try await sessions.session(idle, now: start) == nil)
+    }
+
+    @Test func signOutEndsTheSession() async throws {
+        let sessions = ConsoleSessions()
+        let (id, _) = try await sessions.create(principal)
+        try await sessions.end(id)
+        #expect(try await sessions.session(id) == nil)
+    }
+
+    @Test func theOldestSessionGivesWayWhenFull() async throws {
+        let sessions = ConsoleSessions(limits: ConsoleSessionLimits(capacity: 3))
+        let start = Date()
+        var ids: [String] = []
+        for i in 0..<4 { ids.append(try await sessions.create(principal, now: start.addingTimeInterval(Double(i))).id) }
+        #expect(try await sessions.session(ids[0], now: start.addingTimeInterval(5)) == nil)
+        for id in ids.dropFirst() { #expect(try await sessions.session(id, now: start.addingTimeInterval(5)) != nil) }
     }
 
     @Test func repeatedFailuresSlowSignInDown() {
@@ -62,6 +85,14 @@ struct ConsoleSessionTests {
         #expect(waits[5] == .seconds(1) && waits[7] == .seconds(3))
         // A new minute starts afresh.
         #expect(sessions.recordFailure(now: now.addingTimeInterval(60)) == .zero)
+    }
+}
+
+/// ``InMemoryConsoleSessionStore`` against the suite every console session store passes.
+struct InMemoryConsoleSessionStoreTests {
+    @Test(arguments: ConsoleSessionStoreConformance.all)
+    func conformance(_ scenario: ConsoleSessionStoreConformance.Case) async throws {
+        try await scenario.run { InMemoryConsoleSessionStore() }
     }
 }
 

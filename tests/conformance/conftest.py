@@ -426,8 +426,15 @@ class HearthServer:
     def _replica_args(self) -> list[str]:
         """``extra_args`` as a deployment behind a load balancer configures them: an ``--api-config``
         without ``s3PublicURL`` gets the s3 proxy's URL, so that the presigned URLs a replica hands
-        out reach the proxy (a replica's own port is unknown to clients)."""
+        out reach the proxy (a replica's own port is unknown to clients); and each proxied service's
+        ``--public-url`` is its proxy's URL (what the console shows and links to), unless the test
+        gives its own."""
         args = list(self.extra_args)
+        scheme = "https" if "--tls-cert" in args else "http"
+        given = {a.split("=", 1)[0] for prev, a in zip(args, args[1:]) if prev == "--public-url"}
+        for name in self.PROXIED_PORTS:
+            if name in self._proxies and name not in given:
+                args += ["--public-url", f"{name}={scheme}://127.0.0.1:{self._proxies[name].port}"]
         for i, arg in enumerate(args[:-1]):
             if arg == "--api-config":
                 config = json.loads(Path(args[i + 1]).read_text())

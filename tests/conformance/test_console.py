@@ -165,7 +165,6 @@ def test_session_cookie_flags_and_sign_out(hearth):
     assert s.get(console_url(hearth) + "/api/overview", timeout=TIMEOUT).status_code == 401
 
 
-@pytest.mark.replica_gap(reason="console sessions live in the memory of the replica that signed in (issue 18 part 3, open)")
 def test_changes_without_the_csrf_token_are_refused(hearth):
     s, info = signed_in_session(hearth)
     url = console_url(hearth) + "/api/proxy/firestore/v1/projects/demo-hearth/databases/(default)/documents/csrf?documentId=x"
@@ -228,6 +227,33 @@ def test_production_mode_refuses_the_emulator_owner_credential(tmp_path_factory)
         # The proxy presents the console's own credential: rules do not apply to the admin.
         r = s.get(base + f"/api/proxy/firestore/v1/projects/{PROJECT}/databases/(default)/documents/tasks", timeout=TIMEOUT)
         assert r.status_code == 200, r.text
+    finally:
+        srv.stop()
+
+
+def test_public_urls_are_what_the_console_shows_and_links_to(tmp_path_factory):
+    """Behind a load balancer (--public-url), the console names the load balancer's URLs, not its
+    own ports: the session's publicURLs, the overview's "Clients reach it at", the metrics link."""
+    binary = _binary()
+    workdir = tmp_path_factory.mktemp("console-public")
+    srv = HearthServer(binary, workdir, emulator=True, extra_args=(
+        "--admin-token", ADMIN_TOKEN,
+        "--public-url", "firestore=https://firestore.example.com/",
+        "--public-url", "api=https://api.example.com/hearth",
+    ))
+    srv.start()
+    try:
+        s, info = signed_in_session(srv)
+        assert info["publicURLs"]["firestore"] == "https://firestore.example.com", info
+        overview = s.get(console_url(srv) + "/api/overview", timeout=TIMEOUT).json()
+        services = {entry["name"]: entry for entry in overview["services"]}
+        assert services["firestore"]["publicURL"] == "https://firestore.example.com"
+        assert services["api"]["publicURL"] == "https://api.example.com/hearth"
+        assert overview["metricsURL"] == "https://api.example.com/hearth/metrics"
+        if srv.replicas == 1:
+            # Unnamed services: the host the browser used and the service's own port.
+            assert info["publicURLs"]["auth"] == f"http://localhost:{srv.ports['auth']}"
+            assert services["auth"]["publicURL"] is None
     finally:
         srv.stop()
 
@@ -321,7 +347,6 @@ def go(browser, srv, fragment: str):
     wait_for(browser, lambda: css_all(browser, "main h1"), f"the {fragment} page")
 
 
-@pytest.mark.replica_gap(reason="console sessions live in the memory of the replica that signed in (issue 18 part 3, open)")
 def test_browser_drives_the_console(hearth, browser):
     base = console_url(hearth)
     # --- sign in as the console user

@@ -171,3 +171,36 @@ def test_text_format_and_bad_values(tmp_path: Path):
     bad = print_config(tmp_path, "--print-config-format", "yaml")
     assert bad.returncode != 0
     assert tree(tmp_path) == []
+
+
+def test_public_urls_from_each_source(tmp_path: Path):
+    """`--public-url SERVICE=URL` (repeatable), HEARTH_PUBLIC_URLS (comma-separated), firebase.json
+    hearth.publicUrls (an object): where clients reach a service behind a load balancer."""
+    s = settings(tmp_path)
+    assert s["public-urls"] == {"value": [], "source": "default", "from": "default"}
+    (tmp_path / "firebase.json").write_text(json.dumps({"hearth": {"publicUrls": {"firestore": "https://fs.example.com/"}}}))
+    s = settings(tmp_path)
+    assert s["public-urls"]["value"] == ["firestore=https://fs.example.com/"]
+    assert s["public-urls"]["source"] == "firebase.json hearth.publicUrls"
+    env = clean_env(HEARTH_PUBLIC_URLS="auth=https://auth.example.com, console=http://10.0.0.5:4000")
+    s = settings(tmp_path, env=env)
+    assert s["public-urls"]["value"] == ["auth=https://auth.example.com", "console=http://10.0.0.5:4000"]
+    assert s["public-urls"]["source"] == "env HEARTH_PUBLIC_URLS"
+    s = settings(tmp_path, "--public-url", "s3=https://s3.example.com", env=env)
+    assert s["public-urls"]["value"] == ["s3=https://s3.example.com"] and s["public-urls"]["source"] == "flag --public-url"
+
+
+@pytest.mark.parametrize("entry,reason", [
+    ("firestore", "SERVICE=URL"),                                   # no '='
+    ("cloud=https://x.example.com", "is not a service"),           # unknown service
+    ("firestore=ftp://x.example.com", "http:// or https://"),       # wrong scheme
+    ("firestore=https:///nohost", "http:// or https://"),           # no host
+    ("firestore=https://x.example.com/?a=b", "query"),              # a query
+])
+def test_a_malformed_public_url_stops_the_start_with_the_reason(tmp_path: Path, entry: str, reason: str):
+    bad = print_config(tmp_path, "--public-url", entry)
+    assert bad.returncode != 0
+    assert "--public-url" in bad.stderr and reason in bad.stderr, bad.stderr
+    twice = print_config(tmp_path, "--public-url", "auth=https://a.example.com", "--public-url", "auth=https://b.example.com")
+    assert twice.returncode != 0 and "more than one" in twice.stderr, twice.stderr
+    assert tree(tmp_path) == []

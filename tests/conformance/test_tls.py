@@ -69,7 +69,6 @@ def test_every_port_speaks_tls_with_only_the_ca(srv):
         requests.get(https(srv, "api") + "/healthz", timeout=30)
 
 
-@pytest.mark.replica_gap(reason="the console advertises its own replica's ports; no setting names a load balancer's yet (issue 18 part 3, open)")
 def test_console_and_its_proxy_over_tls(srv):
     """The console signs in over TLS and its proxy reaches the other ports over TLS on loopback."""
     s = requests.Session()  # verify= on each call: a session's own is overridden by REQUESTS_CA_BUNDLE

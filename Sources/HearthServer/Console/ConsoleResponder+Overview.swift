@@ -18,7 +18,10 @@ extension ConsoleResponder {
         for (name, proto) in protocols {
             let port = boundPort(name)
             if port == nil && name != "database" && name != "api" { continue }
-            services.append(.object([("name", .string(name)), ("port", port.map { .number($0) } ?? .null), ("protocol", .string(proto))]))
+            let reachedAt: JSON = port == nil ? .null : configuration.publicURLs[name].map { .string($0) } ?? .null
+            services.append(.object([
+                ("name", .string(name)), ("port", port.map { .number($0) } ?? .null), ("protocol", .string(proto)), ("publicURL", reachedAt),
+            ]))
         }
         async let documents = countDocuments()
         async let users = countUsers()
@@ -31,7 +34,9 @@ extension ConsoleResponder {
             ])
         }
         // Prometheus text: a metrics port of its own when there is one, else the api port's /metrics.
-        let metricsURL: JSON = (boundPort("metrics") ?? boundPort("api")).map { .string("\(RequestOrigin.scheme(request.headers))://\(publicHost(request)):\($0)/metrics") } ?? .null
+        // Behind a load balancer, the public URL of that port.
+        let metricsURL: JSON = (boundPort("metrics") != nil ? publicURL("metrics", request) : publicURL("api", request))
+            .map { .string($0 + "/metrics") } ?? .null
         return HTTPSupport.json(.object([
             ("version", .string(ServerConfiguration.version)), ("project", .string(configuration.project)),
             ("emulator", .bool(configuration.emulator)),

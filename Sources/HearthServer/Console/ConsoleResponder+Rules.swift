@@ -9,6 +9,8 @@ import NIOCore
 /// deciding line and Hearth's explanation), and coverage since the rules loaded.
 extension ConsoleResponder {
     func rulesInForce() async throws -> Response {
+        try await firestoreRules.synchronize()
+        try await storageRules.synchronize()
         func describe(_ store: RulesStore) -> JSON {
             guard let loaded = store.rules(for: configuration.project) else { return .null }
             return .object([
@@ -38,6 +40,7 @@ extension ConsoleResponder {
         guard service == "firestore" || service == "storage" else {
             throw HearthError.invalidArgument("The playground simulates Firestore and Storage rules (service \"\(service)\").")
         }
+        try await (service == "storage" ? storageRules : firestoreRules).synchronize()
         guard let loaded = (service == "storage" ? storageRules : firestoreRules).rules(for: configuration.project) else {
             throw HearthError(.failedPrecondition, "No \(service) rules are loaded on this server.")
         }
@@ -81,10 +84,11 @@ extension ConsoleResponder {
         return HTTPSupport.json(.object(members))
     }
 
-    func coverage(_ request: Request) throws -> Response {
+    func coverage(_ request: Request) async throws -> Response {
         let params = try HTTPSupport.queryParameters(request.uri.query)
         let service = params.last { $0.0 == "service" }?.1 ?? "firestore"
         guard service == "firestore" || service == "storage" else { throw HearthError.invalidArgument("Unknown service \"\(service)\".") }
+        try await (service == "storage" ? storageRules : firestoreRules).synchronize()
         guard let loaded = (service == "storage" ? storageRules : firestoreRules).rules(for: configuration.project) else {
             throw HearthError(.failedPrecondition, "No \(service) rules are loaded on this server.")
         }

@@ -84,12 +84,12 @@ struct ConsoleResponder: HTTPResponder {
         if path == "/api/session" {
             switch request.method {
             case .post: return try await signIn(request)
-            case .get: return try sessionInfo(request)
-            case .delete: return try signOut(request)
+            case .get: return try await sessionInfo(request)
+            case .delete: return try await signOut(request)
             default: throw HearthError(.notFound, "Not found: \(request.method) \(path)")
             }
         }
-        let (_, session) = try requireSession(request)
+        let (_, session) = try await requireSession(request)
         if request.method != .get && request.method != .head {
             try checkCSRF(request, session)
         }
@@ -101,7 +101,7 @@ struct ConsoleResponder: HTTPResponder {
         case (.get, "/api/firestore/listen"): return try await listen(request)
         case (.get, "/api/rules"): return try await rulesInForce()
         case (.post, "/api/rules/simulate"): return try await simulate(request)
-        case (.get, "/api/rules/coverage"): return try coverage(request)
+        case (.get, "/api/rules/coverage"): return try await coverage(request)
         default: throw HearthError(.notFound, "Not found: \(request.method) \(path)")
         }
     }
@@ -132,8 +132,8 @@ struct ConsoleResponder: HTTPResponder {
         return nil
     }
 
-    func requireSession(_ request: Request) throws(HearthError) -> (String, ConsoleSessions.Session) {
-        guard let id = cookie(request), let session = sessions.session(id) else {
+    func requireSession(_ request: Request) async throws -> (String, ConsoleSessions.Session) {
+        guard let id = cookie(request), let session = try await sessions.session(id) else {
             throw HearthError(.unauthenticated, "Sign in to the console first (no session, or it has ended).")
         }
         return (id, session)
@@ -169,8 +169,8 @@ struct ConsoleResponder: HTTPResponder {
         }
     }
 
-    func sessionInfo(_ request: Request) throws -> Response {
-        let (_, session) = try requireSession(request)
+    func sessionInfo(_ request: Request) async throws -> Response {
+        let (_, session) = try await requireSession(request)
         return HTTPSupport.json(sessionJSON(session, request))
     }
 
@@ -182,11 +182,18 @@ struct ConsoleResponder: HTTPResponder {
         } ?? "127.0.0.1"
     }
 
+    /// Where clients reach `service`: its `--public-url` when one is set, else the host the browser
+    /// used with the service's own port (nil when it has no port).
+    func publicURL(_ service: String, _ request: Request) -> String? {
+        if let url = configuration.publicURLs[service] { return url }
+        guard let port = boundPort(service) else { return nil }
+        return "\(RequestOrigin.scheme(request.headers))://\(publicHost(request)):\(port)"
+    }
+
     func sessionJSON(_ session: ConsoleSessions.Session, _ request: Request) -> JSON {
-        let hostName = publicHost(request)
         var urls: [(String, JSON)] = []
         for service in ["firestore", "auth", "storage", "database"] {
-            if let port = boundPort(service) { urls.append((service, .string("\(RequestOrigin.scheme(request.headers))://\(hostName):\(port)"))) }
+            if boundPort(service) != nil, let url = publicURL(service, request) { urls.append((service, .string(url))) }
         }
         let database: JSON = boundPort("database") == nil
             ? .null : .object([("namespace", .string("\(configuration.project)-default-rtdb"))])
@@ -221,7 +228,7 @@ struct ConsoleResponder: HTTPResponder {
             logger.notice("console sign-in refused", metadata: ["method": "\(body["method"]?.stringValue ?? "-")", "reason": "\(e.message)"])
             throw e
         }
-        let (id, session) = sessions.create(principal)
+        let (id, session) = try await sessions.create(principal)
         logger.notice("console sign-in", metadata: ["user": "\(principal.name)", "method": "\(principal.method)"])
         var response = HTTPSupport.json(sessionJSON(session, request))
         response.headers[.setCookie] =
@@ -264,10 +271,10 @@ struct ConsoleResponder: HTTPResponder {
         }
     }
 
-    func signOut(_ request: Request) throws -> Response {
-        let (id, session) = try requireSession(request)
+    func signOut(_ request: Request) async throws -> Response {
+        let (id, session) = try await requireSession(request)
         try checkCSRF(request, session)
-        sessions.end(id)
+        try await sessions.end(id)
         var response = Response(status: .noContent)
         response.headers[.setCookie] = "\(Self.cookieName)=; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age=0"
         return response

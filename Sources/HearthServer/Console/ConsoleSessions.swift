@@ -1,3 +1,4 @@
+import Crypto
 import HearthCore
 import Foundation
 import Synchronization
@@ -10,12 +11,14 @@ struct ConsolePrincipal: Sendable, Equatable {
     var method: String
 }
 
-/// The console's sign-in sessions, held in memory: a session ends when the server restarts,
-/// after `idleTimeout` without a request, or `absoluteTimeout` after sign-in, whichever is first.
+/// The console's sign-in sessions, kept in a ``ConsoleSessionStore``: in memory on one server (a
+/// restart ends them), in the database that replicas share (PostgreSQL: a session started
+/// through one replica holds on every replica). A session ends after `idleTimeout` without a
+/// request, or `absoluteTimeout` after sign-in, whichever is first.
 ///
-/// A session id is 256 random bits sent only in an HttpOnly cookie; its CSRF token is another
-/// 256 bits that the page reads from `GET /api/session` and echoes in `X-CSRF-Token` on every
-/// change (the server compares in constant time).
+/// A session id is 256 random bits sent only in an HttpOnly cookie; the store keeps only its
+/// SHA-256. Its CSRF token is another 256 bits that the page reads from `GET /api/session` and
+/// echoes in `X-CSRF-Token` on every change (the server compares in constant time).
 final class ConsoleSessions: Sendable {
     struct Session: Sendable {
         var principal: ConsolePrincipal
@@ -24,54 +27,45 @@ final class ConsoleSessions: Sendable {
         var lastSeen: Date
     }
 
-    let idleTimeout: TimeInterval
-    let absoluteTimeout: TimeInterval
-    let capacity: Int
-    private let sessions = Mutex<[String: Session]>([:])
-    /// Sign-in failures in the current minute (all clients): past a few, answers slow down.
+    let store: any ConsoleSessionStore
+    let limits: ConsoleSessionLimits
+    var idleTimeout: TimeInterval { limits.idleTimeout }
+    var absoluteTimeout: TimeInterval { limits.absoluteTimeout }
+    /// Sign-in failures in the current minute (all clients of this server): past a few, answers slow down.
     private let failures = Mutex<(minute: Int64, count: Int)>((0, 0))
 
-    init(idleTimeout: TimeInterval = 30 * 60, absoluteTimeout: TimeInterval = 12 * 3600, capacity: Int = 256) {
-        self.idleTimeout = idleTimeout
-        self.absoluteTimeout = absoluteTimeout
-        self.capacity = capacity
+    init(store: any ConsoleSessionStore = InMemoryConsoleSessionStore(), limits: ConsoleSessionLimits = ConsoleSessionLimits()) {
+        self.store = store
+        self.limits = limits
     }
 
     static func randomToken() -> String { Base64.urlEncode(SecureRandom.bytes(32)) }
 
-    /// Starts a session; returns its id and CSRF token. The oldest session goes when full.
-    func create(_ principal: ConsolePrincipal, now: Date = Date()) -> (id: String, session: Session) {
+    /// The store's key for a session id: its SHA-256, hex.
+    static func key(_ id: String) -> String {
+        SHA256.hash(data: Array(id.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Starts a session; returns its id and CSRF token. The least recently seen session goes when full.
+    func create(_ principal: ConsolePrincipal, now: Date = Date()) async throws -> (id: String, session: Session) {
         let id = Self.randomToken()
         let session = Session(principal: principal, csrfToken: Self.randomToken(), createdAt: now, lastSeen: now)
-        sessions.withLock { all in
-            all = all.filter { !expired($0.value, now: now) }
-            if all.count >= capacity, let oldest = all.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
-                all.removeValue(forKey: oldest.key)
-            }
-            all[id] = session
-        }
+        try await store.create(
+            key: Self.key(id),
+            ConsoleSessionRecord(name: principal.name, method: principal.method, csrfToken: session.csrfToken, createdAt: now, lastSeen: now),
+            limits: limits)
         return (id, session)
     }
 
     /// The live session with this id (its idle clock restarted), or nil.
-    func session(_ id: String, now: Date = Date()) -> Session? {
-        sessions.withLock { all in
-            guard var s = all[id] else { return nil }
-            if expired(s, now: now) {
-                all.removeValue(forKey: id)
-                return nil
-            }
-            s.lastSeen = now
-            all[id] = s
-            return s
-        }
+    func session(_ id: String, now: Date = Date()) async throws -> Session? {
+        guard let record = try await store.touch(key: Self.key(id), now: now, limits: limits) else { return nil }
+        return Session(
+            principal: ConsolePrincipal(name: record.name, method: record.method), csrfToken: record.csrfToken,
+            createdAt: record.createdAt, lastSeen: record.lastSeen)
     }
 
-    func end(_ id: String) { _ = sessions.withLock { $0.removeValue(forKey: id) } }
-
-    private func expired(_ s: Session, now: Date) -> Bool {
-        now.timeIntervalSince(s.lastSeen) > idleTimeout || now.timeIntervalSince(s.createdAt) > absoluteTimeout
-    }
+    func end(_ id: String) async throws { try await store.remove(key: Self.key(id)) }
 
     /// Records a failed sign-in; returns how long to wait before answering (0 for the first five a minute).
     func recordFailure(now: Date = Date()) -> Duration {

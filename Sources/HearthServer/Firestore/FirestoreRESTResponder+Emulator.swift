@@ -29,6 +29,7 @@ extension FirestoreRESTResponder {
             case (.put, "securityRules"):
                 return try await putSecurityRules(project, try await body(&request))
             case (.get, "ruleCoverage"), (.get, "ruleCoverage.html"):
+                try await security.rules.synchronize()
                 guard let loaded = security.rules.rules(for: project) else {
                     throw HearthError(.notFound, "No security rules are loaded for project \(project).")
                 }
@@ -62,7 +63,7 @@ extension FirestoreRESTResponder {
         guard ruleset.service == .firestore else {
             throw HearthError.invalidArgument("Error compiling rules:\n\(name): this ruleset is for \(ruleset.service.rawValue), not cloud.firestore.")
         }
-        security.rules.setProjectRules(RulesStore.Loaded(ruleset, origin: "emulator endpoint"), project: project)
+        try await security.rules.publish(RulesStore.Loaded(ruleset, origin: "emulator endpoint"), source: content, fileName: name, scope: project)
         logger.info("loaded security rules", metadata: ["project": "\(project)", "file": "\(name)"])
         return HTTPSupport.json(.object([]))
     }

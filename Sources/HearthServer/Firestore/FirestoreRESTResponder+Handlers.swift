@@ -213,7 +213,7 @@ extension FirestoreRESTResponder {
         var writes: [Write] = []
         for (i, w) in rawWrites.enumerated() { writes.append(try json.write(w, "writes[\(i)]")) }
         let txn = try o.bytes("transaction").map(TransactionID.init(bytes:))
-        let authorizer = try security.authorizer(t.identity, t.database)
+        let authorizer = try await security.authorizer(t.identity, t.database)
         let result = try await engine.commit(t.database, writes, transaction: txn, authorizer: authorizer)
         var members: [(String, JSON)] = []
         if !result.writeResults.isEmpty { members.append(("writeResults", .array(result.writeResults.map(json.writeResult)))) }
@@ -315,7 +315,7 @@ extension FirestoreRESTResponder {
         let pageSize = Int(try o.int32("pageSize") ?? 0)
         if pageSize < 0 { throw HearthError.invalidArgument("page_size must be non-negative.") }
         let consistency: ReadConsistency = try o.timestamp("readTime").map { .readTime($0) } ?? .latest
-        try security.checkListCollectionIds(t.identity, t.database)
+        try await security.checkListCollectionIds(t.identity, t.database)
         let ids = try await engine.listCollectionIds(t.database, parent: t.path, consistency: consistency)
         var start = 0
         if let token = try o.string("pageToken"), !token.isEmpty {

@@ -178,7 +178,7 @@ extension FirestoreGRPCService {
         let identity = try await identity(call)
         let p = FirestoreProto(database: db)
         let writes = try Self.writes(r.writes, p)
-        let authorizer = try authorizer(identity, db, verify: FirestoreProto.verifyIndexes(r.writes))
+        let authorizer = try await authorizer(identity, db, verify: FirestoreProto.verifyIndexes(r.writes))
         let result = try await engine.commit(db, writes, transaction: Self.transactionID(r.transaction), authorizer: authorizer)
         var out = Google_Firestore_V1_CommitResponse()
         out.writeResults = result.writeResults.map(p.proto)

@@ -138,7 +138,7 @@ extension FirestoreGRPCService {
         if r.pageSize < 0 { throw HearthError.invalidArgument("page_size must be non-negative.") }
         var consistency = ReadConsistency.latest
         if case .readTime(let t)? = r.consistencySelector { consistency = .readTime(try FirestoreProto.timestamp(t, "read_time")) }
-        try security.checkListCollectionIds(identity, db)
+        try await security.checkListCollectionIds(identity, db)
         let ids = try await engine.listCollectionIds(db, parent: parent, consistency: consistency)
         var start = 0
         if !r.pageToken.isEmpty {

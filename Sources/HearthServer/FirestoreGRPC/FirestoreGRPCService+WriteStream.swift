@@ -39,7 +39,7 @@ extension FirestoreGRPCService {
                 response.commitTime = FirestoreProto.timestamp(engine.clock.current())
             } else {
                 let writes = try Self.writes(request.writes, p)
-                let authorizer = try authorizer(identity, db, verify: FirestoreProto.verifyIndexes(request.writes))
+                let authorizer = try await authorizer(identity, db, verify: FirestoreProto.verifyIndexes(request.writes))
                 let result = try await engine.commit(db, writes, authorizer: authorizer)
                 response.writeResults = result.writeResults.map(p.proto)
                 response.commitTime = FirestoreProto.timestamp(result.commitTime)

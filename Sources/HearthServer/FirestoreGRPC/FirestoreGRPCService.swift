@@ -96,8 +96,8 @@ public struct FirestoreGRPCService: Sendable {
     }
 
     /// The rules authorizer for a commit, with `verify` writes (reads, already judged) left out.
-    func authorizer(_ identity: Identity, _ db: DatabaseName, verify: Set<Int>) throws(HearthError) -> (any WriteAuthorizer)? {
-        guard let base = try security.authorizer(identity, db) else { return nil }
+    func authorizer(_ identity: Identity, _ db: DatabaseName, verify: Set<Int>) async throws(HearthError) -> (any WriteAuthorizer)? {
+        guard let base = try await security.authorizer(identity, db) else { return nil }
         return verify.isEmpty ? base : VerifySkippingAuthorizer(base: base, verify: verify)
     }
 

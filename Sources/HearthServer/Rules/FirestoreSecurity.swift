@@ -25,8 +25,9 @@ public struct FirestoreSecurity: Sendable {
         case rules(RulesStore.Loaded)
     }
 
-    func policy(_ identity: Identity, _ database: DatabaseName) -> Policy {
+    func policy(_ identity: Identity, _ database: DatabaseName) async throws(HearthError) -> Policy {
         if identity.isAdmin { return .allowAll }
+        try await rules.synchronize()
         if let loaded = rules.rules(for: database.project) { return .rules(loaded) }
         return emulator ? .allowAll : .rules(Self.defaultRules)
     }
@@ -92,7 +93,7 @@ public struct FirestoreSecurity: Sendable {
 
     /// Several document reads (batchGet, transactions): each must be allowed.
     public func checkGets(_ identity: Identity, _ database: DatabaseName, _ reads: [(ResourcePath, Document?)]) async throws {
-        switch policy(identity, database) {
+        switch try await policy(identity, database) {
         case .allowAll: return
         case .denyAll: throw denial(nil, "get")
         case .rules(let loaded):
@@ -110,7 +111,7 @@ public struct FirestoreSecurity: Sendable {
     /// A query, aggregation or collection listing (`list`): allowed only if the rules hold
     /// for every document the query could return.
     public func checkQuery(_ identity: Identity, _ database: DatabaseName, _ query: Query) async throws {
-        switch policy(identity, database) {
+        switch try await policy(identity, database) {
         case .allowAll: return
         case .denyAll: throw denial(nil, "list")
         case .rules(let loaded):
@@ -126,16 +127,16 @@ public struct FirestoreSecurity: Sendable {
 
     /// Listing collection ids has no rule that could allow it: admins only (and every
     /// client in emulator mode without rules).
-    public func checkListCollectionIds(_ identity: Identity, _ database: DatabaseName) throws(HearthError) {
-        switch policy(identity, database) {
+    public func checkListCollectionIds(_ identity: Identity, _ database: DatabaseName) async throws(HearthError) {
+        switch try await policy(identity, database) {
         case .allowAll: return
         case .denyAll, .rules: throw denial(nil, "listCollectionIds")
         }
     }
 
     /// The authorizer for a commit or batch write by `identity` (nil = no rules apply).
-    public func authorizer(_ identity: Identity, _ database: DatabaseName) throws(HearthError) -> (any WriteAuthorizer)? {
-        switch policy(identity, database) {
+    public func authorizer(_ identity: Identity, _ database: DatabaseName) async throws(HearthError) -> (any WriteAuthorizer)? {
+        switch try await policy(identity, database) {
         case .allowAll: return nil
         case .denyAll: throw denial(nil, "write")
         case .rules(let loaded): return RulesWriteAuthorizer(loaded: loaded, auth: identity.rulesAuth, security: self)

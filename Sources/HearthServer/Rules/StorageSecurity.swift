@@ -49,6 +49,7 @@ public struct StorageSecurity: Sendable {
         incoming: RulesStorageObject? = nil, project: String
     ) async throws {
         if identity.isAdmin { return }
+        try await rules.synchronize()
         guard let loaded = rules.rules(for: project) else {
             if emulator { return }
             throw denial(nil)

@@ -279,7 +279,7 @@ public struct StorageRESTResponder: HTTPResponder {
                     after = page.next
                 } while after != nil
             }
-            security.rules.setFileRules(nil)
+            try await security.rules.publish(nil, source: nil, fileName: "storage.rules", scope: "")
             logger.info("storage reset")
             return Response(status: .ok)
         case (.put, "setRules"):
@@ -295,11 +295,12 @@ public struct StorageRESTResponder: HTTPResponder {
             guard ruleset.service == .storage else {
                 throw HearthError.invalidArgument("Error compiling rules:\n\(name): this ruleset is for \(ruleset.service.rawValue), not firebase.storage.")
             }
-            security.rules.setFileRules(RulesStore.Loaded(ruleset, origin: "emulator endpoint"))
+            try await security.rules.publish(RulesStore.Loaded(ruleset, origin: "emulator endpoint"), source: content, fileName: name, scope: "")
             logger.info("loaded storage rules", metadata: ["file": "\(name)"])
             return Response(status: .ok)
         case (.get, "ruleCoverage"), (.get, "ruleCoverage.html"):
             // What the Firestore emulator's `:ruleCoverage` reports, for the storage rules.
+            try await security.rules.synchronize()
             guard let loaded = security.rules.rules(for: project) else {
                 throw HearthError(.notFound, "No storage rules are loaded.")
             }

@@ -13,9 +13,12 @@ export async function render(main, context) {
     card('Mode', o.emulator ? 'emulator' : 'production'),
   ));
   const services = h('table', null,
-    h('thead', null, h('tr', null, h('th', null, 'Service'), h('th', null, 'Port'), h('th', null, 'Speaks'))),
+    h('thead', null, h('tr', null, h('th', null, 'Service'), h('th', null, 'Port'), h('th', null, 'Clients reach it at'), h('th', null, 'Speaks'))),
     h('tbody', null, o.services.map(s => h('tr', null,
-      h('td', null, s.name), h('td', {class: 'mono'}, s.port === null ? 'off' : String(s.port)), h('td', {class: 'muted'}, s.protocol)))));
+      h('td', null, s.name), h('td', {class: 'mono'}, s.port === null ? 'off' : String(s.port)),
+      h('td', {class: 'mono'}, s.publicURL ? h('a', {href: s.publicURL, target: '_blank', rel: 'noopener'}, s.publicURL)
+        : h('span', {class: 'muted'}, s.port === null ? '—' : 'this host, port ' + s.port)),
+      h('td', {class: 'muted'}, s.protocol)))));
   main.appendChild(h('div', {class: 'grid2'},
     h('div', {class: 'panel'}, h('h2', null, 'Services'), h('div', {class: 'table-wrap'}, services)),
     h('div', {class: 'panel'}, h('h2', null, 'Server'),
