@@ -177,10 +177,12 @@ public final class DatabaseChangeFeed: Sendable {
     /// Waits (polling, up to `timeout`) until a sequenced feed delivered `revision` of
     /// `namespace`: a writer whose commit followed another server's answers after its
     /// listeners heard both, as they do when it follows its own.
-    public func waitUntilDelivered(namespace: String, revision: Int64, timeout: Duration = .seconds(2)) async {
+    @discardableResult
+    public func waitUntilDelivered(namespace: String, revision: Int64, timeout: Duration = .seconds(2)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while deliveredRevision(namespace: namespace) < revision, ContinuousClock.now < deadline {
-            do { try await Task.sleep(for: .milliseconds(1)) } catch { return }
+            do { try await Task.sleep(for: .milliseconds(1)) } catch { break }
         }
+        return deliveredRevision(namespace: namespace) >= revision
     }
 }
