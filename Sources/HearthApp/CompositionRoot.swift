@@ -81,9 +81,9 @@ public enum CompositionRoot {
     /// applied), Auth, Storage (the default bucket created, blobs of uploads that never
     /// completed removed), the Realtime Database and App Check.
     public static func engines(_ configuration: ServerConfiguration, stores: Stores, logger: Logger) async throws -> HearthServer.Engines {
-        let documents = try await DocumentEngine(
-            store: stores.documents, configuration: .init(strictIndexes: configuration.strictIndexes, replicated: stores.documentFeed != nil),
-            logger: logger)
+        var documentConfiguration = DocumentEngine.Configuration(strictIndexes: configuration.strictIndexes, replicated: stores.documentFeed != nil)
+        if stores.replicas != nil { documentConfiguration.transactionIDPrefix = stores.replicaID }
+        let documents = try await DocumentEngine(store: stores.documents, configuration: documentConfiguration, logger: logger)
         if let file = configuration.indexesFile {
             for definition in try HearthServer.indexDefinitions(file: file, database: "(default)") {
                 try await documents.createIndex(definition)
@@ -100,7 +100,8 @@ public enum CompositionRoot {
             store: stores.databaseTrees, authorizer: HearthServer.databaseAuthorizer(emulator: configuration.emulator), feed: stores.databaseChanges)
         let appCheck = try await appCheckEngine(configuration, stores: stores, auth: auth)
         return HearthServer.Engines(documents: documents, auth: auth, objects: objects, database: database, appCheck: appCheck, jobs: stores.jobs,
-            consoleSessions: stores.consoleSessions, runtimeRules: stores.runtimeRules)
+            consoleSessions: stores.consoleSessions, runtimeRules: stores.runtimeRules,
+            replicas: stores.replicas.map { ($0, stores.replicaID) })
     }
 
     /// Opens the stores of `backend` for an offline command (`hearth admin …`), runs their services

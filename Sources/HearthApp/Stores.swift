@@ -58,6 +58,10 @@ public struct Stores: Sendable {
     public var consoleSessions: any ConsoleSessionStore = InMemoryConsoleSessionStore()
     /// Where rules loaded at run time (emulator mode) are shared by every server; nil: one server.
     public var runtimeRules: (any RuntimeRulesStore)?
+    /// Where the servers over the database find each other (nil: one server), and this server's
+    /// replica id (8 random bytes per start: the prefix of its transaction ids).
+    public var replicas: (any ReplicaRegistry)?
+    public var replicaID: [UInt8] = []
     /// The object metadata rows (and S3 access keys) a server may keep in memory: none when
     /// other servers write the same store.
     public var objectMetadataCacheSize = 16_384
@@ -137,6 +141,8 @@ public struct Stores: Sendable {
         stores.jobs = jobs
         stores.consoleSessions = PostgresConsoleSessionStore(backend: backend)
         stores.runtimeRules = PostgresRuntimeRulesStore(backend: backend)
+        stores.replicas = PostgresReplicaRegistry(backend: backend)
+        stores.replicaID = ReplicaDirectory.randomID()
         stores.objectMetadataCacheSize = 0
         // Never over a shared database: another server's upload in flight has a blob and no row yet
         // (whether the bytes are in a bucket or in a data directory the servers share).

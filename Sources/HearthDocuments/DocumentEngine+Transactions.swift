@@ -77,7 +77,8 @@ struct TransactionTable: Sendable {
 
 extension DocumentEngine {
     static let invalidTransaction = "The referenced transaction has expired or is no longer valid."
-    /// The length of the ids Hearth hands out; rollback accepts any id of this shape.
+    /// The random part of the ids Hearth hands out (after ``Configuration/transactionIDPrefix``);
+    /// rollback accepts any id of this shape.
     static let transactionIDLength = 16
 
     /// Starts a transaction. Read-only transactions read one snapshot (at `readTime`, or now).
@@ -87,9 +88,9 @@ extension DocumentEngine {
             guard readOnly else { throw .invalidArgument("read_time is only allowed in read-only transactions.") }
             try checkReadTime(readTime)
         }
-        var raw = [UInt8](repeating: 0, count: Self.transactionIDLength)
+        var raw = configuration.transactionIDPrefix
         var rng = SystemRandomNumberGenerator()
-        for i in raw.indices { raw[i] = UInt8.random(in: 0...255, using: &rng) }
+        for _ in 0..<Self.transactionIDLength { raw.append(UInt8.random(in: 0...255, using: &rng)) }
         let id = TransactionID(bytes: raw)
         let now = clock.current().microseconds
         let cfg = configuration
@@ -117,7 +118,9 @@ extension DocumentEngine {
     /// aborted, expired, rolled back) is harmless, as in Firestore: clients roll back after a
     /// failed commit.
     public func rollback(_ database: DatabaseName, _ id: TransactionID) throws(HearthError) {
-        guard id.bytes.count == Self.transactionIDLength else { throw .invalidArgument("Invalid transaction.") }
+        guard id.bytes.count == configuration.transactionIDPrefix.count + Self.transactionIDLength else {
+            throw .invalidArgument("Invalid transaction.")
+        }
         let now = clock.current().microseconds
         let (removed, foreign) = transactions.withLock { table -> (TransactionState?, Bool) in
             guard let state = table.open[id] else { return (nil, false) }

@@ -33,6 +33,10 @@ public final class DocumentEngine: Sendable {
         /// itself), and there is no document cache (every point read goes to the store: another
         /// server's write would leave it stale). docs/postgres.md, "Several replicas".
         public var replicated: Bool
+        /// The bytes every transaction id this engine hands out starts with (several replicas: the
+        /// replica's id, so that another replica knows whose transaction a request names and hands
+        /// it there; docs/postgres.md, "Transactions across replicas"). Empty for one server.
+        public var transactionIDPrefix: [UInt8] = []
 
         public init(strictIndexes: Bool = false, replicated: Bool = false) {
             self.replicated = replicated

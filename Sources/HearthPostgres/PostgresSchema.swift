@@ -309,6 +309,18 @@ public enum PostgresSchema {
                 "CREATE TABLE runtime_rules_version (id integer PRIMARY KEY CHECK (id = 0), version bigint NOT NULL)",
                 "INSERT INTO runtime_rules_version (id, version) VALUES (0, 0)",
             ]),
+        // Where the replicas reach each other (docs/postgres.md, "Transactions across replicas"):
+        // each server's address and ports with a heartbeat, and which one holds each role.
+        Migration(
+            version: 13, name: "replicas",
+            statements: [
+                """
+                CREATE TABLE replicas (
+                    id text PRIMARY KEY, address text NOT NULL, ports text NOT NULL, tls boolean NOT NULL,
+                    heartbeat_at timestamptz NOT NULL)
+                """,
+                "CREATE TABLE replica_roles (role text PRIMARY KEY, replica_id text NOT NULL, since timestamptz NOT NULL)",
+            ]),
     ]
 
     /// The newest version this binary knows.

@@ -39,6 +39,8 @@ public struct HearthServer: Sendable {
     public let jobs: any JobCoordinator
     /// Where the console's sign-in sessions live.
     let consoleSessions: ConsoleSessions
+    /// This server among the replicas sharing its database (nil: one server).
+    public let replicaDirectory: ReplicaDirectory?
     /// The certificate in force when TLS is on (`--tls-cert`), reloaded by ``TLSReloader``.
     public let tls: TLSContexts?
     /// What `/readyz` asks of the persistence beside the listeners (see ``ReadinessCheck``).
@@ -58,11 +60,14 @@ public struct HearthServer: Sendable {
         public var consoleSessions: any ConsoleSessionStore
         /// Where rules loaded at run time (emulator mode) are shared with the other servers; nil: one server.
         public var runtimeRules: (any RuntimeRulesStore)?
+        /// Where the replicas sharing the database find each other, and this replica's id (the
+        /// document engine's transaction id prefix); nil for one server.
+        public var replicas: (registry: any ReplicaRegistry, id: [UInt8])?
 
         public init(
             documents: DocumentEngine, auth: AuthEngine, objects: ObjectStore, database: DatabaseEngine, appCheck: AppCheckEngine,
             jobs: any JobCoordinator = LocalJobCoordinator(), consoleSessions: any ConsoleSessionStore = InMemoryConsoleSessionStore(),
-            runtimeRules: (any RuntimeRulesStore)? = nil
+            runtimeRules: (any RuntimeRulesStore)? = nil, replicas: (registry: any ReplicaRegistry, id: [UInt8])? = nil
         ) {
             self.documents = documents
             self.auth = auth
@@ -72,6 +77,7 @@ public struct HearthServer: Sendable {
             self.jobs = jobs
             self.consoleSessions = consoleSessions
             self.runtimeRules = runtimeRules
+            self.replicas = replicas
         }
     }
 
@@ -118,6 +124,11 @@ public struct HearthServer: Sendable {
         self.appCheck = engines.appCheck
         self.jobs = engines.jobs
         self.consoleSessions = ConsoleSessions(store: engines.consoleSessions)
+        self.replicaDirectory = engines.replicas.map { replicas in
+            ReplicaDirectory(
+                idBytes: replicas.id, registry: replicas.registry, jobs: engines.jobs, address: configuration.replicaAddress,
+                tls: configuration.tls != nil, logger: logger)
+        }
         self.tls = tls
         self.readiness = readiness
         self.logger = logger
@@ -250,6 +261,10 @@ public struct HearthServer: Sendable {
         if configuration.ports["console"] != nil { expected.insert("console") }
         if configuration.ports["metrics"] != nil { expected.insert("metrics") }
         let ready = ReadyFile(path: configuration.readyFile, expected: expected, logger: logger, onReady: onReady)
+        if let replicaDirectory {
+            // Announced to the other replicas before the ready file says the server is up.
+            ready.beforeReady = { ports in await replicaDirectory.ready(ports) }
+        }
         var authenticator = Authenticator(emulator: configuration.emulator, adminToken: configuration.adminToken, auth: auth)
         authenticator.appCheckGates = appCheckGates(appCheck)
         let consoleToken = ConsoleSessions.randomToken()
@@ -282,7 +297,7 @@ public struct HearthServer: Sendable {
                 FirestoreResponder(
                     rest: FirestoreRESTResponder(
                         engine: engine, authenticator: authenticator, security: security, logger: logger,
-                        maxBody: configuration.limits.requestBytes(.firestore)),
+                        maxBody: configuration.limits.requestBytes(.firestore), replicas: replicaDirectory),
                     grpc: FirestoreGRPCService(engine: engine, authenticator: authenticator, security: security, logger: logger)
                         .responder(logger: logger, maxMessageSize: configuration.limits.requestBytes(.firestore))),
                 ready, server: .http1AndH2),
@@ -304,6 +319,7 @@ public struct HearthServer: Sendable {
         }
         if configuration.ports["metrics"] != nil { services.append(listener("metrics", MetricsResponder(), ready)) }
         services.append(ListenHeartbeat(engine: engine))
+        if let replicaDirectory { services.append(replicaDirectory) }
         services += try await appAPIServices(authenticator: authenticator, appCheck: appCheck, ready: ready)  // the api port (docs/app-backend.md)
         if let tls { services.append(TLSReloader(contexts: tls, logger: logger)) }
         if let file = configuration.firestoreRulesFile {
@@ -327,6 +343,9 @@ final class ReadyFile: Sendable {
     let bound: Mutex<[String: Int]>
     let logger: Logger
     let onReady: @Sendable ([String: Int]) -> Void
+    /// What must happen once every listener is bound and before the ready file is written (the
+    /// replica's announcement); set before the listeners start.
+    nonisolated(unsafe) var beforeReady: (@Sendable ([String: Int]) async -> Void)?
 
     init(path: String?, expected: Set<String>, logger: Logger, onReady: @escaping @Sendable ([String: Int]) -> Void) {
         self.path = path
@@ -348,6 +367,17 @@ final class ReadyFile: Sendable {
             return Set(ports.keys) == expected ? ports : nil
         }
         guard let complete else { return }
+        if let beforeReady {
+            Task {
+                await beforeReady(complete)
+                self.announce(complete)
+            }
+        } else {
+            announce(complete)
+        }
+    }
+
+    func announce(_ complete: [String: Int]) {
         onReady(complete)
         guard let path else { return }
         let json = JSON.object(complete.sorted { $0.key < $1.key }.map { ($0.key, .number($0.value)) })

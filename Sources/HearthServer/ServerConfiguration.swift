@@ -55,6 +55,15 @@ public struct ServerConfiguration: Sendable {
     /// shows and links to these instead. Keys are service names (``publicServices``); values are
     /// `http(s)://host[:port][/path]` without a trailing slash.
     public var publicURLs: [String: String] = [:]
+    /// `--replica-address`: the host name or address the other replicas over the same database
+    /// reach this server's ports at (nil: ``host``, or this machine's host name when ``host`` is a
+    /// wildcard address).
+    public var replicaAddressSetting: String?
+    /// Where the other replicas reach this server (``replicaAddressSetting``, else derived).
+    public var replicaAddress: String {
+        if let replicaAddressSetting, !replicaAddressSetting.isEmpty { return replicaAddressSetting }
+        return ["0.0.0.0", "::", "[::]", ""].contains(host) ? ProcessInfo.processInfo.hostName : host
+    }
 
     /// The api port: the file registry (docs/app-backend.md).
     public var api: APIConfiguration = .init()

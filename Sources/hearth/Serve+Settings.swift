@@ -114,6 +114,12 @@ extension Serve {
             }
         }
 
+        config.replicaAddressSetting = ledger.string("replica-address", flag: replicaAddress, env: "HEARTH_REPLICA_ADDRESS")
+        if config.replicaAddressSetting == nil, config.databaseURL != nil {
+            _ = ledger.popLast()
+            ledger.record("replica-address", .string(config.replicaAddress), .derived("host"))
+        }
+
         // Objects: one resolution path for --blob-store and its older spelling --blob-s3.
         let store = ledger.string(
             "blob-store", flag: blobStore, env: "HEARTH_BLOB_STORE", file: (.file(json, key: "hearth.blobStore"), firebase.blobStore),

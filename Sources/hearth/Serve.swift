@@ -50,6 +50,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to listen on. (default: 127.0.0.1)")
     var host: String?
 
+    @Option(name: .customLong("replica-address"), help: "With --database-url and several servers (replicas) on one database: the host name or address the other replicas reach this server's ports at, to hand it the requests of transactions it began (env HEARTH_REPLICA_ADDRESS; docs/postgres.md). (default: --host, or this machine's host name when --host is 0.0.0.0 or ::)")
+    var replicaAddress: String?
+
     @Option(name: .customLong("firestore-port"), help: "Firestore port (v1 REST); 0 picks a free port. (default: 8080)")
     var firestorePort: Int?
 

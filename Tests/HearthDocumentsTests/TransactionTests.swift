@@ -249,6 +249,22 @@ struct TransactionTests {
         }
     }
 
+    @Test("A replica's transaction ids start with its id; rollback takes ids of that shape")
+    func transactionIDPrefix() async throws {
+        let prefix: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8]
+        try await withHearth(.sqliteInMemory, configure: { $0.transactionIDPrefix = prefix }) { (db) async throws in
+            let txn = try db.engine.beginTransaction(db.database, readOnly: false)
+            #expect(txn.bytes.count == 24 && Array(txn.bytes.prefix(8)) == prefix)
+            let other = try db.engine.beginTransaction(db.database, readOnly: true)
+            #expect(Array(other.bytes.prefix(8)) == prefix && other.bytes != txn.bytes)
+            try await db.commit([.set(path("c/p"), ["v": .integer(1)])], transaction: txn)
+            // Rolling back an ended or unknown id of the replica's shape is harmless; one server's shape is not this one's.
+            try db.engine.rollback(db.database, txn)
+            try db.engine.rollback(db.database, TransactionID(bytes: prefix + [UInt8](repeating: 7, count: 16)))
+            await expectError(.invalidArgument) { try db.engine.rollback(db.database, TransactionID(bytes: [UInt8](repeating: 7, count: 16))) }
+        }
+    }
+
     @Test("Concurrent read-modify-write transactions with retries lose no update", arguments: Backend.allCases)
     func concurrentIncrements(_ backend: Backend) async throws {
         try await withHearth(backend) { (db) async throws in

@@ -53,6 +53,11 @@ struct PostgresStoreConformanceTests {
         try await scenario.run { PostgresRuntimeRulesStore(backend: try await TestPostgres.shared.freshBackend()) }
     }
 
+    @Test(arguments: ReplicaRegistryConformance.all)
+    func replicaRegistry(_ scenario: ReplicaRegistryConformance.Case) async throws {
+        try await scenario.run { PostgresReplicaRegistry(backend: try await TestPostgres.shared.freshBackend()) }
+    }
+
     @Test(arguments: ConsoleSessionStoreConformance.all)
     func consoleSessions(_ scenario: ConsoleSessionStoreConformance.Case) async throws {
         try await scenario.run { PostgresConsoleSessionStore(backend: try await TestPostgres.shared.freshBackend()) }

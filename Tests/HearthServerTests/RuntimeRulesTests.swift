@@ -75,3 +75,19 @@ struct RuntimeRulesTests {
         #expect(alone.rules(for: "p1")?.ruleset.source.text == Self.allowAll)
     }
 }
+
+/// ``InMemoryReplicaRegistry`` against the suite every replica registry passes.
+struct InMemoryReplicaRegistryTests {
+    @Test(arguments: ReplicaRegistryConformance.all)
+    func conformance(_ scenario: ReplicaRegistryConformance.Case) async throws {
+        try await scenario.run { InMemoryReplicaRegistry() }
+    }
+
+    @Test func aTransactionIdNamesItsReplica() {
+        let id: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8]
+        #expect(ReplicaDirectory.owner(ofTransaction: id + [UInt8](repeating: 9, count: 16)) == "0102030405060708")
+        // One server's ids (16 random bytes) and anything else name no replica.
+        #expect(ReplicaDirectory.owner(ofTransaction: [UInt8](repeating: 9, count: 16)) == nil)
+        #expect(ReplicaDirectory.owner(ofTransaction: []) == nil)
+    }
+}

@@ -16,12 +16,16 @@ public struct FirestoreRESTResponder: HTTPResponder {
     let logger: Logger
     /// The largest request body (``RequestLimits``; Firestore's 10 MiB plus room for JSON overhead by default).
     let maxBody: Int
+    /// Several replicas over one database: requests naming another replica's transaction, and
+    /// read-write transactions' begins, are handed over (``handOver(_:verb:params:body:raw:replicas:)``).
+    let replicas: ReplicaDirectory?
 
     public init(
         engine: DocumentEngine, authenticator: Authenticator, security: FirestoreSecurity, logger: Logger,
-        maxBody: Int = RequestLimits.defaultRequestBytes[.firestore]!
+        maxBody: Int = RequestLimits.defaultRequestBytes[.firestore]!, replicas: ReplicaDirectory? = nil
     ) {
         self.maxBody = maxBody
+        self.replicas = replicas
         self.engine = engine
         self.authenticator = authenticator
         self.security = security
@@ -98,6 +102,18 @@ public struct FirestoreRESTResponder: HTTPResponder {
         let target = Target(database: database, path: path, verb: verb, identity: identity)
         let json = FirestoreJSON(database: database)
         var request = request
+        var posted: JSON?
+        if let replicas, request.headers[ReplicaDirectory.forwardedHeader] == nil {
+            var raw: ByteBuffer?
+            if request.method == .post, verb != nil {
+                let collected = try await bodyBytes(&request)
+                raw = collected
+                posted = collected.readableBytes == 0 ? .object([]) : try JSON.parse(collected.readableBytesView)
+            }
+            if let answer = try await handOver(request, verb: verb, params: params, body: posted, raw: raw, replicas: replicas) {
+                return answer
+            }
+        }
         switch (request.method, verb) {
         case (.get, nil):
             return path.isDocument
@@ -113,7 +129,7 @@ public struct FirestoreRESTResponder: HTTPResponder {
             guard path.isCollection else { throw HearthError.invalidArgument("Parent \"\(path.text)\" is not a collection path.") }
             return try await createDocument(target, params, try await body(&request), json)
         case (.post, let verb?):
-            let body = try await body(&request)
+            let body = if let posted { posted } else { try await body(&request) }
             return try await dispatch(verb, target, body, json)
         default:
             throw HearthError(.notFound, "Not found: \(request.method) \(rawPath)")
@@ -132,14 +148,58 @@ public struct FirestoreRESTResponder: HTTPResponder {
     }
 
     func body(_ request: inout Request) async throws -> JSON {
-        let buffer: ByteBuffer
+        let buffer = try await bodyBytes(&request)
+        if buffer.readableBytes == 0 { return .object([]) }
+        return try JSON.parse(buffer.readableBytesView)
+    }
+
+    func bodyBytes(_ request: inout Request) async throws -> ByteBuffer {
         do {
-            buffer = try await request.collectBody(limit: maxBody)
+            return try await request.collectBody(limit: maxBody)
         } catch {
             throw HearthError.invalidArgument(error.googleMessage)
         }
-        if buffer.readableBytes == 0 { return .object([]) }
-        return try JSON.parse(buffer.readableBytesView)
+    }
+
+    /// Where a request runs when replicas share the database (docs/postgres.md, "Transactions
+    /// across replicas"): one naming a transaction goes to the replica whose id starts the
+    /// transaction's (its locks and reads live there); one beginning a read-write transaction
+    /// goes to the replica holding the transactions role, so that one lock manager orders them all
+    /// (Google's REST clients do not retry ABORTED: conflicts must wait, not fail). Returns that
+    /// replica's answer, or nil to serve the request here. A transaction whose replica is gone is
+    /// ABORTED (rolling it back is harmless); when the ordering replica cannot be reached the
+    /// transaction begins here.
+    func handOver(
+        _ request: Request, verb: String?, params: Params, body: JSON?, raw: ByteBuffer?, replicas: ReplicaDirectory
+    ) async throws -> Response? {
+        let named = Self.value(params, "transaction") ?? body?["transaction"]?.stringValue
+        let retried = (verb == "beginTransaction" ? body?["options"] : body?["newTransaction"])?["readWrite"]?["retryTransaction"]?.stringValue
+        for (text, isRetry) in [(named, false), (retried, true)] {
+            guard let text, let bytes = ProtoObject.base64(text), let owner = ReplicaDirectory.owner(ofTransaction: bytes), owner != replicas.id
+            else { continue }
+            if let target = try await replicas.replica(owner) {
+                do {
+                    logger.debug("handing a transaction's request to its replica", metadata: ["verb": "\(verb ?? request.method.rawValue)", "replica": "\(owner)"])
+                    return try await replicas.forward(request, body: raw, to: target, service: "firestore")
+                } catch let gone as ReplicaUnreachable {
+                    logger.notice("the replica of a transaction is gone", metadata: ["replica": "\(owner)", "error": "\(gone.reason)"])
+                }
+            }
+            // Retrying a transaction of a replica that is gone: it begins afresh (below).
+            if isRetry { break }
+            if verb == "rollback" { return HTTPSupport.json(.object([])) }
+            throw HearthError(.aborted, "The referenced transaction has expired or is no longer valid (the replica that began it stopped).")
+        }
+        let readOnly = (verb == "beginTransaction" ? body?["options"] : body?["newTransaction"])?["readOnly"] != nil
+        let begins = verb == "beginTransaction" || (["batchGet", "runQuery", "runAggregationQuery"].contains(verb) && body?["newTransaction"] != nil)
+        guard begins, !readOnly, let coordinator = try await replicas.coordinator() else { return nil }
+        do {
+            logger.debug("handing a read-write transaction's begin to the replica ordering them", metadata: ["replica": "\(coordinator.id)"])
+            return try await replicas.forward(request, body: raw, to: coordinator, service: "firestore")
+        } catch let gone as ReplicaUnreachable {
+            logger.notice("the replica ordering transactions could not be reached; beginning here", metadata: ["error": "\(gone)"])
+            return nil
+        }
     }
 
     func dispatch(_ verb: String, _ t: Target, _ body: JSON, _ json: FirestoreJSON) async throws -> Response {
