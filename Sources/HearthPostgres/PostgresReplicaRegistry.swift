@@ -43,12 +43,11 @@ public struct PostgresReplicaRegistry: ReplicaRegistry {
     }
 
     public func replica(id: String, liveWithin: TimeInterval) async throws -> ReplicaRecord? {
-        let ms = Int64((liveWithin * 1000).rounded())
         return try await backend.read { db in
             try await db.rows(
                 """
                 SELECT id, address, ports, tls FROM replicas
-                WHERE id = \(id) AND heartbeat_at >= now() - make_interval(secs => \(Double(ms) / 1000))
+                WHERE id = \(id) AND heartbeat_at >= now() - make_interval(secs => \(liveWithin))
                 """
             ).first.map(Self.record)
         }
@@ -66,12 +65,11 @@ public struct PostgresReplicaRegistry: ReplicaRegistry {
     }
 
     public func holder(of role: String, liveWithin: TimeInterval) async throws -> ReplicaRecord? {
-        let ms = Int64((liveWithin * 1000).rounded())
         return try await backend.read { db in
             try await db.rows(
                 """
                 SELECT r.id, r.address, r.ports, r.tls FROM replica_roles o JOIN replicas r ON r.id = o.replica_id
-                WHERE o.role = \(role) AND r.heartbeat_at >= now() - make_interval(secs => \(Double(ms) / 1000))
+                WHERE o.role = \(role) AND r.heartbeat_at >= now() - make_interval(secs => \(liveWithin))
                 """
             ).first.map(Self.record)
         }

@@ -62,8 +62,11 @@ public struct ServerConfiguration: Sendable {
     /// Where the other replicas reach this server (``replicaAddressSetting``, else derived).
     public var replicaAddress: String {
         if let replicaAddressSetting, !replicaAddressSetting.isEmpty { return replicaAddressSetting }
-        return ["0.0.0.0", "::", "[::]", ""].contains(host) ? ProcessInfo.processInfo.hostName : host
+        return listensOnEveryAddress ? ProcessInfo.processInfo.hostName : host
     }
+
+    /// Whether ``host`` is a wildcard address (`0.0.0.0`, `::`): no one address names this server.
+    public var listensOnEveryAddress: Bool { ["0.0.0.0", "::", "[::]", ""].contains(host) }
 
     /// The api port: the file registry (docs/app-backend.md).
     public var api: APIConfiguration = .init()

@@ -38,7 +38,7 @@ extension HearthServer {
             publicURL = api.s3PublicURL
             fileObjects = objects
         }
-        let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
+        let host = configuration.listensOnEveryAddress ? "127.0.0.1" : configuration.host
         let scheme = configuration.scheme
         let region = api.s3Region
         let registry = FileRegistry(

@@ -22,7 +22,7 @@ extension ConsoleResponder {
     ]
 
     var upstreamHost: String {
-        ["0.0.0.0", "::", "[::]", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
+        configuration.listensOnEveryAddress ? "127.0.0.1" : configuration.host
     }
 
     func proxy(_ request: Request, principal: ConsolePrincipal) async throws -> Response {

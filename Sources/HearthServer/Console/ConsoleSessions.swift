@@ -1,5 +1,6 @@
 import Crypto
 import HearthCore
+import HearthStorage
 import Foundation
 import Synchronization
 
@@ -43,7 +44,7 @@ final class ConsoleSessions: Sendable {
 
     /// The store's key for a session id: its SHA-256, hex.
     static func key(_ id: String) -> String {
-        SHA256.hash(data: Array(id.utf8)).map { String(format: "%02x", $0) }.joined()
+        SigV4.hex(SHA256.hash(data: Array(id.utf8)))
     }
 
     /// Starts a session; returns its id and CSRF token. The least recently seen session goes when full.

@@ -1,5 +1,6 @@
 public import HearthCore
 import AsyncHTTPClient
+import HearthStorage
 public import Foundation
 public import Hummingbird
 public import HTTPTypes
@@ -81,7 +82,7 @@ public final class ReplicaDirectory: Service, Sendable {
         return (0..<8).map { _ in UInt8.random(in: 0...255, using: &rng) }
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ bytes: [UInt8]) -> String { SigV4.hex(bytes) }
 
     /// The replica id a transaction id names: its first 8 bytes in hex (nil: not a replica's shape).
     public static func owner(ofTransaction bytes: [UInt8]) -> String? {
