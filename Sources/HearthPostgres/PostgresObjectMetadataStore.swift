@@ -284,6 +284,87 @@ public struct PostgresObjectMetadataStore: ObjectMetadataStore {
         }
     }
 
+    // MARK: Resumable upload sessions
+
+    public func createUploadSession(_ session: ObjectStore.UploadSession) async throws {
+        try StoredObjectFields.refuseNUL(session.id, session.name)
+        let (state, result) = StoredObjectFields.encodeSessionState(session.state)
+        try await backend.write { db in
+            try await Self.requireBucket(db, session.bucket)
+            try await db.execute(
+                """
+                INSERT INTO storage_upload_sessions (upload_id, bucket, name, descriptor, received, part_count, state, result, last_used_us)
+                VALUES (\(session.id), \(session.bucket), \(session.name), \(session.descriptor), \(session.received),
+                        \(Int64(session.partCount)), \(state), \(result), \(session.lastUsed.microseconds))
+                """)
+        }
+    }
+
+    public func uploadSession(_ id: String) async throws -> ObjectStore.UploadSession? {
+        try await backend.read { db in try await Self.uploadSession(db, id) }
+    }
+
+    static func uploadSession(_ db: PostgresSession, _ id: String) async throws -> ObjectStore.UploadSession? {
+        try await db.rows(
+            """
+            SELECT bucket, name, descriptor, received, part_count, state, result, last_used_us
+            FROM storage_upload_sessions WHERE upload_id = \(id)
+            """
+        ).first.map { row in
+            let (bucket, name, descriptor, received, parts, state, result, used) = try row.decode(
+                (String, String, String, Int64, Int64, String, String?, Int64).self)
+            return ObjectStore.UploadSession(
+                id: id, bucket: bucket, name: name, descriptor: descriptor, received: received, partCount: Int(parts),
+                state: StoredObjectFields.decodeSessionState(state, result), lastUsed: Timestamp(microseconds: used))
+        }
+    }
+
+    public func appendUploadPart(_ id: String, at offset: Int64, _ part: ObjectStore.UploadedPart) async throws -> Bool {
+        try await backend.write { db in
+            guard let session = try await Self.uploadSession(db, id), session.state == .active, session.received == offset else { return false }
+            let number = Int64(session.partCount + 1)
+            try await db.execute(
+                """
+                INSERT INTO storage_parts (upload_id, part_number, size, md5, blob_id, modified_us)
+                VALUES (\(id), \(number), \(part.size), \(ByteBuffer(bytes: part.md5)), \(part.blobID), \(part.modified.microseconds))
+                """)
+            try await db.execute(
+                """
+                UPDATE storage_upload_sessions SET received = \(session.received + part.size), part_count = \(number),
+                    last_used_us = \(part.modified.microseconds)
+                WHERE upload_id = \(id)
+                """)
+            return true
+        }
+    }
+
+    public func endUploadSession(_ id: String, _ state: ObjectStore.UploadSession.State, at time: Timestamp) async throws -> [String]? {
+        let (name, result) = StoredObjectFields.encodeSessionState(state)
+        return try await backend.write { db in
+            guard let session = try await Self.uploadSession(db, id), session.state == .active else { return nil }
+            let blobs = try await db.rows("SELECT blob_id FROM storage_parts WHERE upload_id = \(id) ORDER BY part_number")
+                .map { try $0.decode(String.self) }
+            try await db.execute("DELETE FROM storage_parts WHERE upload_id = \(id)")
+            try await db.execute(
+                "UPDATE storage_upload_sessions SET state = \(name), result = \(result), last_used_us = \(time.microseconds) WHERE upload_id = \(id)")
+            return blobs
+        }
+    }
+
+    public func expireUploadSessions(unusedSince cutoff: Timestamp) async throws -> [String] {
+        try await backend.write { db in
+            let blobs = try await db.rows(
+                """
+                DELETE FROM storage_parts WHERE upload_id IN
+                    (SELECT upload_id FROM storage_upload_sessions WHERE last_used_us < \(cutoff.microseconds))
+                RETURNING blob_id
+                """
+            ).map { try $0.decode(String.self) }
+            try await db.execute("DELETE FROM storage_upload_sessions WHERE last_used_us < \(cutoff.microseconds)")
+            return blobs
+        }
+    }
+
     // MARK: S3 access keys
 
     public func addAccessKey(_ key: S3AccessKey) async throws {

@@ -321,6 +321,18 @@ public enum PostgresSchema {
                 """,
                 "CREATE TABLE replica_roles (role text PRIMARY KEY, replica_id text NOT NULL, since timestamptz NOT NULL)",
             ]),
+        // Resumable uploads any server can continue (docs/postgres.md, "Resumable uploads"):
+        // one row per session; its chunks are rows of storage_parts.
+        Migration(
+            version: 14, name: "storage-upload-sessions",
+            statements: [
+                """
+                CREATE TABLE storage_upload_sessions (
+                    upload_id text PRIMARY KEY, bucket text COLLATE "C" NOT NULL, name text COLLATE "C" NOT NULL, descriptor text NOT NULL,
+                    received bigint NOT NULL, part_count bigint NOT NULL, state text NOT NULL, result text, last_used_us bigint NOT NULL)
+                """,
+                "CREATE INDEX storage_upload_sessions_by_last_used ON storage_upload_sessions (last_used_us)",
+            ]),
     ]
 
     /// The newest version this binary knows.

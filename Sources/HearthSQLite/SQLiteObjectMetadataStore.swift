@@ -80,6 +80,23 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
                     CREATE INDEX storage_parts_blob ON storage_parts(blob_id);
                     """)
         }
+        // Resumable upload sessions (their parts are rows of storage_parts).
+        m.registerMigration("hearth-storage-v3-upload-sessions") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE storage_upload_sessions(
+                        upload_id TEXT PRIMARY KEY NOT NULL,
+                        bucket TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        descriptor TEXT NOT NULL,
+                        received INTEGER NOT NULL,
+                        part_count INTEGER NOT NULL,
+                        state TEXT NOT NULL,
+                        result TEXT,
+                        last_used_us INTEGER NOT NULL) WITHOUT ROWID;
+                    CREATE INDEX storage_upload_sessions_used ON storage_upload_sessions(last_used_us);
+                    """)
+        }
         return m
     }
 
@@ -303,6 +320,85 @@ public final class SQLiteObjectMetadataStore: ObjectMetadataStore {
             try db.execute(sql: "DELETE FROM storage_parts WHERE upload_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM storage_multipart WHERE upload_id = ?", arguments: [id])
             return ids
+        }
+    }
+
+    // MARK: Resumable upload sessions
+
+    public func createUploadSession(_ session: ObjectStore.UploadSession) async throws {
+        try StoredObjectFields.refuseNUL(session.id, session.name)
+        let (state, result) = StoredObjectFields.encodeSessionState(session.state)
+        try await writer.write { db in
+            try Self.requireBucket(db, session.bucket)
+            try db.execute(
+                sql: """
+                    INSERT INTO storage_upload_sessions(upload_id, bucket, name, descriptor, received, part_count, state, result, last_used_us)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    session.id, session.bucket, session.name, session.descriptor, session.received, session.partCount, state, result,
+                    session.lastUsed.microseconds,
+                ])
+        }
+    }
+
+    public func uploadSession(_ id: String) async throws -> ObjectStore.UploadSession? {
+        try await writer.read { db in try Self.uploadSession(db, id) }
+    }
+
+    static func uploadSession(_ db: Database, _ id: String) throws -> ObjectStore.UploadSession? {
+        try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT bucket, name, descriptor, received, part_count, state, result, last_used_us
+                    FROM storage_upload_sessions WHERE upload_id = ?
+                    """),
+            arguments: [id]
+        ).map { row in
+            ObjectStore.UploadSession(
+                id: id, bucket: row[0], name: row[1], descriptor: row[2], received: row[3], partCount: row[4],
+                state: StoredObjectFields.decodeSessionState(row[5], row[6]), lastUsed: Timestamp(microseconds: row[7]))
+        }
+    }
+
+    public func appendUploadPart(_ id: String, at offset: Int64, _ part: ObjectStore.UploadedPart) async throws -> Bool {
+        try await writer.write { db in
+            guard let session = try Self.uploadSession(db, id), session.state == .active, session.received == offset else { return false }
+            try db.execute(
+                sql: "INSERT INTO storage_parts(upload_id, part_number, size, md5, blob_id, modified_us) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [id, session.partCount + 1, part.size, Data(part.md5), part.blobID, part.modified.microseconds])
+            try db.execute(
+                sql: "UPDATE storage_upload_sessions SET received = ?, part_count = ?, last_used_us = ? WHERE upload_id = ?",
+                arguments: [session.received + part.size, session.partCount + 1, part.modified.microseconds, id])
+            return true
+        }
+    }
+
+    public func endUploadSession(_ id: String, _ state: ObjectStore.UploadSession.State, at time: Timestamp) async throws -> [String]? {
+        let (name, result) = StoredObjectFields.encodeSessionState(state)
+        return try await writer.write { db in
+            guard let session = try Self.uploadSession(db, id), session.state == .active else { return nil }
+            let blobs = try String.fetchAll(
+                db.cachedStatement(sql: "SELECT blob_id FROM storage_parts WHERE upload_id = ? ORDER BY part_number"), arguments: [id])
+            try db.execute(sql: "DELETE FROM storage_parts WHERE upload_id = ?", arguments: [id])
+            try db.execute(
+                sql: "UPDATE storage_upload_sessions SET state = ?, result = ?, last_used_us = ? WHERE upload_id = ?",
+                arguments: [name, result, time.microseconds, id])
+            return blobs
+        }
+    }
+
+    public func expireUploadSessions(unusedSince cutoff: Timestamp) async throws -> [String] {
+        try await writer.write { db in
+            let ids = try String.fetchAll(
+                db.cachedStatement(sql: "SELECT upload_id FROM storage_upload_sessions WHERE last_used_us < ?"), arguments: [cutoff.microseconds])
+            var blobs: [String] = []
+            for id in ids {
+                blobs += try String.fetchAll(db.cachedStatement(sql: "SELECT blob_id FROM storage_parts WHERE upload_id = ?"), arguments: [id])
+                try db.execute(sql: "DELETE FROM storage_parts WHERE upload_id = ?", arguments: [id])
+                try db.execute(sql: "DELETE FROM storage_upload_sessions WHERE upload_id = ?", arguments: [id])
+            }
+            return blobs
         }
     }
 

@@ -17,6 +17,8 @@ public enum ObjectMetadataStoreConformance {
         Case(name: "deletingManySkipsMissingNamesAndFreesEachBlobOnce", body: deletingManySkipsMissingNamesAndFreesEachBlobOnce),
         Case(name: "multipartPartsAreReplacedByNumberAndHoldTheirBlobs", body: multipartPartsAreReplacedByNumberAndHoldTheirBlobs),
         Case(name: "accessKeysRoundTripAndRevoke", body: accessKeysRoundTripAndRevoke),
+        Case(name: "uploadSessionsGrowOnlyAtTheirEndAndEndOnce", body: uploadSessionsGrowOnlyAtTheirEndAndEndOnce),
+        Case(name: "staleUploadSessionsAreForgottenWithTheirParts", body: staleUploadSessionsAreForgottenWithTheirParts),
         Case(name: "listingMatchesABruteForceModel", body: listingMatchesABruteForceModel),
         Case(name: "namesWithANULCharacterFindNothingAndNeverFail", body: namesWithANULCharacterFindNothingAndNeverFail),
     ]
@@ -67,6 +69,79 @@ public enum ObjectMetadataStoreConformance {
             #expect(error.code == .invalidArgument, "\(error)")
         }
         #expect(try await store.object("b", "ab") == nil)
+    }
+
+    static func session(_ id: String, used: Int64 = 1) -> ObjectStore.UploadSession {
+        ObjectStore.UploadSession(id: id, bucket: "b", name: "up/\(id)", descriptor: "{\"who\":\"\(id)\"}", lastUsed: time(used))
+    }
+
+    static func chunk(_ blob: String, size: Int64, at modified: Int64) -> ObjectStore.UploadedPart {
+        ObjectStore.UploadedPart(number: 0, size: size, md5: Array(repeating: UInt8(size), count: 16), modified: time(modified), blobID: blob)
+    }
+
+    /// A resumable upload session takes a chunk only where its stored bytes end (a chunk read
+    /// against an older state — a client's resend racing its first try — changes nothing), its
+    /// parts hold their blobs until it ends, and it ends once: the ending returns the parts'
+    /// blobs, and a second ending, or a chunk after it, is refused.
+    static func uploadSessionsGrowOnlyAtTheirEndAndEndOnce(_ make: MakeStore) async throws {
+        let store = try await make()
+        await expectError(.notFound) { try await store.createUploadSession(session("s1")) }
+        _ = try await store.createBucket("b", created: time(1), ifMissing: false)
+        try await store.createUploadSession(session("s1"))
+        try await store.createUploadSession(session("s2"))
+        #expect(try await store.uploadSession("s1") == session("s1"))
+        #expect(try await store.uploadSession("missing") == nil)
+        #expect(try await store.appendUploadPart("s1", at: 0, chunk("p1", size: 3, at: 10)))
+        #expect(try await store.appendUploadPart("s1", at: 0, chunk("p1-again", size: 3, at: 11)) == false, "bytes 0-2 are stored already")
+        #expect(try await store.appendUploadPart("s1", at: 5, chunk("p-gap", size: 3, at: 11)) == false, "a gap")
+        #expect(try await store.appendUploadPart("s1", at: 3, chunk("p2", size: 4, at: 12)))
+        #expect(try await store.appendUploadPart("missing", at: 0, chunk("p-none", size: 1, at: 12)) == false)
+        let grown = try #require(try await store.uploadSession("s1"))
+        #expect(grown.received == 7)
+        #expect(grown.partCount == 2)
+        #expect(grown.lastUsed == time(12))
+        #expect(grown.state == .active)
+        #expect(grown.descriptor == session("s1").descriptor)
+        let parts = try await store.parts(uploadID: "s1")
+        #expect(parts.map(\.number) == [1, 2])
+        #expect(parts.map(\.blobID) == ["p1", "p2"])
+        #expect(parts.map(\.size) == [3, 4])
+        #expect(try await store.unreferencedBlobs(["p1", "p2", "p1-again"]) == ["p1-again"], "a session's parts hold their blobs")
+
+        let ended = try #require(try await store.endUploadSession("s1", .finished("the object"), at: time(20)))
+        #expect(Set(ended) == ["p1", "p2"])
+        let finished = try #require(try await store.uploadSession("s1"))
+        #expect(finished.state == .finished("the object"))
+        #expect(finished.lastUsed == time(20))
+        #expect(try await store.parts(uploadID: "s1").isEmpty)
+        #expect(try await store.unreferencedBlobs(["p1", "p2"]) == ["p1", "p2"])
+        #expect(try await store.endUploadSession("s1", .cancelled, at: time(21)) == nil, "it ended already")
+        #expect(try await store.uploadSession("s1")?.state == .finished("the object"))
+        #expect(try await store.appendUploadPart("s1", at: 7, chunk("p3", size: 1, at: 22)) == false, "no chunk after the end")
+
+        #expect(try await store.endUploadSession("s2", .cancelled, at: time(23)) == [])
+        #expect(try await store.uploadSession("s2")?.state == .cancelled)
+        #expect(try await store.endUploadSession("missing", .cancelled, at: time(23)) == nil)
+    }
+
+    /// Sessions unused since the cutoff are forgotten with their parts (whose blobs come back
+    /// to be deleted); a session used since is kept whole — a chunk counts as use.
+    static func staleUploadSessionsAreForgottenWithTheirParts(_ make: MakeStore) async throws {
+        let store = try await make()
+        _ = try await store.createBucket("b", created: time(1), ifMissing: false)
+        try await store.createUploadSession(session("old", used: 100))
+        try await store.createUploadSession(session("revived", used: 100))
+        try await store.createUploadSession(session("new", used: 1_000))
+        #expect(try await store.appendUploadPart("old", at: 0, chunk("old-1", size: 2, at: 150)))
+        #expect(try await store.appendUploadPart("revived", at: 0, chunk("revived-1", size: 2, at: 600)))
+        #expect(try await store.appendUploadPart("new", at: 0, chunk("new-1", size: 2, at: 1_100)))
+        #expect(try await store.expireUploadSessions(unusedSince: time(500)) == ["old-1"])
+        #expect(try await store.uploadSession("old") == nil)
+        #expect(try await store.parts(uploadID: "old").isEmpty)
+        #expect(try await store.uploadSession("revived")?.received == 2)
+        #expect(try await store.parts(uploadID: "new").map(\.blobID) == ["new-1"])
+        #expect(try await store.unreferencedBlobs(["old-1", "revived-1", "new-1"]) == ["old-1"])
+        #expect(try await store.expireUploadSessions(unusedSince: time(500)) == [])
     }
 
     static func bucketsAreCreatedOnceListedInByteOrderAndDeletedOnlyWhenEmpty(_ make: MakeStore) async throws {

@@ -112,11 +112,6 @@ def pytest_collection_modifyitems(config, items):
             if marker is not None:
                 reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
                 item.add_marker(pytest.mark.skip(reason=f"single_server (the servers run as {REPLICAS} replicas here): {reason}"))
-            marker = item.get_closest_marker("replica_gap")
-            if marker is not None:
-                # Not skipped: the test runs, its failure is reported as XFAIL (a pass as XPASS).
-                reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
-                item.add_marker(pytest.mark.xfail(reason=f"replica_gap (the servers run as {REPLICAS} replicas here): {reason}", strict=False))
     if DATABASE_ADMIN_URL and TARGET == "hearth":
         for item in items:
             marker = item.get_closest_marker("sqlite_files")

@@ -76,7 +76,6 @@ def test_gcs_client_download_to_int64_max(hearth):
     still_serving(hearth)
 
 
-@pytest.mark.replica_gap(reason="a resumable upload session lives in the replica that opened it (issue 18 part 3, open)")
 def test_gcs_resumable_content_range_is_checked(hearth):
     base = hearth.storage_base
     bucket = f"num-{uuid.uuid4().hex[:12]}"

@@ -251,12 +251,10 @@ extension StorageRESTResponder {
             try StorageNames.validateObject(name)
             let declared = request.headers[HTTPField.Name("X-Upload-Content-Length")!].flatMap { Int64($0) }
             try RequestTooLarge.checkDeclaredObject(declared, limit: maxObjectBytes)
-            let id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-            sessions.add(
-                UploadSessions.Session(
-                    id: id, bucket: bucket, name: name, attributes: attributes, declaredSize: declared, identity: identity,
-                    writer: try store.beginUpload(), preconditions: preconditions,
-                    md5: body["md5Hash"]?.stringValue, crc32c: body["crc32c"]?.stringValue))
+            let descriptor = UploadDescriptor(
+                attributes: attributes, declaredSize: declared, identity: identity, preconditions: preconditions,
+                md5: body["md5Hash"]?.stringValue, crc32c: body["crc32c"]?.stringValue)
+            let id = try await store.createUploadSession(bucket: bucket, name: name, descriptor: descriptor.encoded()).id
             let b = bucket.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? bucket
             return Response(
                 status: .ok, headers: [.location: "\(base)/upload/storage/v1/b/\(b)/o?uploadType=resumable&upload_id=\(id)", .contentLength: "0"])
@@ -289,14 +287,21 @@ extension StorageRESTResponder {
     /// `PUT <session>` with `Content-Range: bytes a-b/total|*` (or `bytes */total` to query or
     /// finish): 308 with `Range: bytes=0-N` while incomplete, the object when complete.
     func gcsResumableChunk(_ request: inout Request, _ id: String, _ base: String) async throws -> Response {
-        guard let session = sessions.session(id) else { throw HearthError(.notFound, "No upload session \(id).") }
+        guard var session = try await store.uploadSession(id) else { throw HearthError(.notFound, "No upload session \(id).") }
+        let descriptor = try UploadDescriptor(decoding: session.descriptor)
         if request.method == .delete {
-            session.writer.abort()
-            session.state.withLock { $0 = .cancelled }
+            try await store.endUploadSession(session, .cancelled)
             return Response(status: HTTPResponse.Status(code: 499))
         }
-        if case .finished(let o) = session.state.withLock({ $0 }) { return HTTPSupport.json(Self.objectJSON(o, base)) }
-        if case .cancelled = session.state.withLock({ $0 }) { throw HearthError(.notFound, "The upload session \(id) was cancelled.") }
+        switch session.state {
+        case .finished:
+            guard let o = session.finishedObject else { throw HearthError(.internal, "The finished upload session's record is unreadable.") }
+            return HTTPSupport.json(Self.objectJSON(o, base))
+        case .cancelled:
+            throw HearthError(.notFound, "The upload session \(id) was cancelled.")
+        case .active:
+            break
+        }
         // bytes a-b/total, bytes */total, bytes a-b/* (absent: a query)
         var start: Int64?, total: Int64?
         if let header = request.headers[.contentRange] {
@@ -307,21 +312,26 @@ extension StorageRESTResponder {
             total = range.total
         }
         try RequestTooLarge.checkDeclaredObject(total, limit: maxObjectBytes)
-        if let start { try await append(&request, to: session, from: start) }
-        let size = session.writer.size
+        var whole: (any BlobWriter)?
+        if let start {
+            (session, whole) = try await receive(&request, session, declared: descriptor.declaredSize, from: start, finalizing: total != nil, total: total)
+        }
+        let size = whole?.size ?? session.received
         if let total, size == total {
+            let writer = if let whole { whole } else { try await store.composeUpload(session) }
             let o: StorageObject
             do {
                 o = try await commitChecked(
-                    session.writer, session.bucket, session.name, session.attributes, session.preconditions, md5: session.md5,
-                    crc: session.crc32c)
+                    writer, session.bucket, session.name, descriptor.attributes, descriptor.preconditions, md5: descriptor.md5,
+                    crc: descriptor.crc32c)
             } catch {
-                session.state.withLock { $0 = .cancelled }
+                _ = try? await store.endUploadSession(session, .cancelled)
                 throw error
             }
-            session.state.withLock { $0 = .finished(o) }
+            try await store.endUploadSession(session, .finished(StoredObjectFields.encodeObject(o)))
             return HTTPSupport.json(Self.objectJSON(o, base))
         }
+        whole?.abort()
         if let total, size > total { throw HearthError.invalidArgument("Received \(size) bytes, more than the declared \(total).") }
         var headers: HTTPFields = [.contentLength: "0"]
         if size > 0 { headers[.range] = "bytes=0-\(size - 1)" }

@@ -147,11 +147,9 @@ extension StorageRESTResponder {
         }
         try RequestTooLarge.checkDeclaredObject(declared, limit: maxObjectBytes)
         try await precheck(identity, bucket, name, declared ?? 0, attributes)
-        let id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        sessions.add(
-            UploadSessions.Session(
-                id: id, bucket: bucket, name: name, attributes: attributes, declaredSize: declared, identity: identity,
-                writer: try store.beginUpload()))
+        let session = try await store.createUploadSession(
+            bucket: bucket, name: name, descriptor: UploadDescriptor(attributes: attributes, declaredSize: declared, identity: identity).encoded())
+        let id = session.id
         let host = request.head.authority ?? "127.0.0.1"
         let encodedName = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name
         let encodedBucket = bucket.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? bucket
@@ -162,68 +160,89 @@ extension StorageRESTResponder {
     }
 
     func resumableCommand(_ request: inout Request, _ id: String, _ identity: Identity) async throws -> Response {
-        guard let session = sessions.session(id) else { throw HearthError(.notFound, "No upload session \(id).") }
+        guard var session = try await store.uploadSession(id) else { throw HearthError(.notFound, "No upload session \(id).") }
+        let descriptor = try UploadDescriptor(decoding: session.descriptor)
         let commands = Set((request.headers[Self.uploadCommand] ?? "").lowercased().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
-        let state = session.state.withLock { $0 }
-        if case .cancelled = state { throw HearthError(.notFound, "The upload session \(id) was cancelled.") }
-        if case .finished(let object) = state {
+        switch session.state {
+        case .cancelled:
+            throw HearthError(.notFound, "The upload session \(id) was cancelled.")
+        case .finished:
             if commands.contains("cancel") { throw HearthError.invalidArgument("The upload is already finalized.") }
-            var r = HTTPSupport.json(StorageJSON.v0(object))
-            r.headers[Self.uploadStatus] = "final"
-            r.headers[Self.sizeReceived] = String(object.size)
-            return r
+            return try Self.finalized(session)
+        case .active:
+            break
         }
         if commands.contains("cancel") {
-            session.writer.abort()
-            session.state.withLock { $0 = .cancelled }
+            guard try await store.endUploadSession(session, .cancelled) else { return try await resumableCommand(&request, id, identity) }
             return Response(status: .ok, headers: [Self.uploadStatus: "cancelled", .contentLength: "0"])
         }
         if commands.contains("query") {
-            return Response(
-                status: .ok, headers: [Self.uploadStatus: "active", Self.sizeReceived: String(session.writer.size), .contentLength: "0"])
+            return Response(status: .ok, headers: [Self.uploadStatus: "active", Self.sizeReceived: String(session.received), .contentLength: "0"])
         }
         guard commands.contains("upload") || commands.contains("finalize") else {
             throw HearthError.invalidArgument("X-Goog-Upload-Command must be start, upload, finalize, query or cancel.")
         }
+        var whole: (any BlobWriter)?
         if commands.contains("upload") {
             guard let offsetText = request.headers[Self.uploadOffset], let offset = Int64(offsetText), offset >= 0 else {
                 throw HearthError.invalidArgument("An upload command needs X-Goog-Upload-Offset.")
             }
             // A chunk declared to run past the declared size is refused before it is read.
-            if let d = session.declaredSize, let n = request.headers[.contentLength].flatMap({ Int64($0) }), offset <= d, n > d - offset {
+            if let d = descriptor.declaredSize, let n = request.headers[.contentLength].flatMap({ Int64($0) }), offset <= d, n > d - offset {
                 throw HearthError.invalidArgument("The chunk would end past the declared \(d) bytes.")
             }
-            try await append(&request, to: session, from: offset)
+            (session, whole) = try await receive(
+                &request, session, declared: descriptor.declaredSize, from: offset, finalizing: commands.contains("finalize"), total: nil)
         }
         guard commands.contains("finalize") else {
-            return Response(
-                status: .ok, headers: [Self.uploadStatus: "active", Self.sizeReceived: String(session.writer.size), .contentLength: "0"])
+            return Response(status: .ok, headers: [Self.uploadStatus: "active", Self.sizeReceived: String(session.received), .contentLength: "0"])
         }
-        if let d = session.declaredSize, d != session.writer.size {
-            throw HearthError.invalidArgument("The upload has \(session.writer.size) bytes but declared \(d).")
+        let size = whole?.size ?? session.received
+        if let d = descriptor.declaredSize, d != size {
+            whole?.abort()
+            throw HearthError.invalidArgument("The upload has \(size) bytes but declared \(d).")
         }
+        let writer = if let whole { whole } else { try await store.composeUpload(session) }
         let object: StorageObject
         do {
-            object = try await finish(session.writer, bucket: session.bucket, name: session.name, attributes: session.attributes, identity: session.identity)
+            object = try await finish(
+                writer, bucket: session.bucket, name: session.name, attributes: descriptor.attributes, identity: descriptor.identity)
         } catch {
-            session.state.withLock { $0 = .cancelled }
+            _ = try? await store.endUploadSession(session, .cancelled)
             throw error
         }
-        session.state.withLock { $0 = .finished(object) }
+        try await store.endUploadSession(session, .finished(StoredObjectFields.encodeObject(object)))
         var r = HTTPSupport.json(StorageJSON.v0(object))
         r.headers[Self.uploadStatus] = "final"
         return r
     }
 
-    /// Appends a chunk of a resumable upload that starts at `offset` of the object. A client
+    /// The answer to a command on a finalized session: the object it made, again.
+    static func finalized(_ session: ObjectStore.UploadSession) throws -> Response {
+        guard let object = session.finishedObject else { throw HearthError(.internal, "The finished upload session's record is unreadable.") }
+        var r = HTTPSupport.json(StorageJSON.v0(object))
+        r.headers[Self.uploadStatus] = "final"
+        r.headers[Self.sizeReceived] = String(object.size)
+        return r
+    }
+
+    /// Reads a chunk of a resumable upload that starts at byte `offset` of the object. A client
     /// resending bytes the server already has (after a lost response) has them skipped; a
-    /// dropped connection keeps what arrived, so the client can query and resume.
-    func append(_ request: inout Request, to session: UploadSessions.Session, from offset: Int64) async throws {
-        let received = session.writer.size
+    /// dropped connection keeps what arrived, so the client can query and resume; a refused
+    /// chunk (too large, past the declared size) keeps nothing. The chunk is stored as the
+    /// session's next part — except the whole upload in its finalizing request (`finalizing`,
+    /// no bytes stored before, and `total` bytes when the client says how many), which comes
+    /// back as a writer to finish as the object, never stored twice.
+    func receive(
+        _ request: inout Request, _ session: ObjectStore.UploadSession, declared: Int64?, from offset: Int64, finalizing: Bool, total: Int64?
+    ) async throws -> (ObjectStore.UploadSession, (any BlobWriter)?) {
+        let received = session.received
         guard offset <= received else {
             throw HearthError.invalidArgument("The chunk starts at byte \(offset), past the \(received) bytes received.")
         }
         var skip = received - offset
+        let writer = try store.beginUpload()
+        var interrupted = false
         do {
             for try await chunk in request.body {
                 var view = chunk.readableBytesView[...]
@@ -232,18 +251,26 @@ extension StorageRESTResponder {
                     view = view.dropFirst(n)
                     skip -= Int64(n)
                 }
-                try RequestTooLarge.checkObject(size: session.writer.size, adding: view.count, limit: maxObjectBytes)
-                if !view.isEmpty { try session.writer.write(view) }
-                if let d = session.declaredSize, session.writer.size > d {
+                try RequestTooLarge.checkObject(size: received + writer.size, adding: view.count, limit: maxObjectBytes)
+                if let d = declared, received + writer.size + Int64(view.count) > d {
                     throw HearthError.invalidArgument("The upload is larger than its declared \(d) bytes.")
                 }
+                if !view.isEmpty { try writer.write(view) }
             }
         } catch let e as HearthError {
+            writer.abort()
             throw e
         } catch let e as RequestTooLarge {
+            writer.abort()
             throw e
         } catch {
-            throw HearthError.invalidArgument("The upload chunk was interrupted after \(session.writer.size) bytes.")
+            interrupted = true
         }
+        if !interrupted, finalizing, received == 0, session.partCount == 0, total == nil || total == writer.size {
+            return (session, writer)
+        }
+        let now = try await store.appendUploadPart(session, at: received, writer: writer)
+        if interrupted { throw HearthError.invalidArgument("The upload chunk was interrupted after \(now.received) bytes.") }
+        return (now, nil)
     }
 }

@@ -18,7 +18,6 @@ public struct StorageRESTResponder: HTTPResponder {
     let authenticator: Authenticator
     let security: StorageSecurity
     let project: String
-    let sessions: UploadSessions
     let logger: Logger
     /// The largest object an upload may make (``RequestLimits``, 5 GiB by default).
     let maxObjectBytes: Int64
@@ -35,7 +34,6 @@ public struct StorageRESTResponder: HTTPResponder {
         self.authenticator = authenticator
         self.security = security
         self.project = project
-        self.sessions = UploadSessions()
         self.logger = logger
     }
 

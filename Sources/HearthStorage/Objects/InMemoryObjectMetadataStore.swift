@@ -14,6 +14,7 @@ public final class InMemoryObjectMetadataStore: ObjectMetadataStore {
         var buckets: [String: Timestamp] = [:]
         var objects: [String: [String: StorageObject]] = [:]
         var uploads: [String: Upload] = [:]
+        var sessions: [String: (session: ObjectStore.UploadSession, parts: [ObjectStore.UploadedPart])] = [:]
         var keys: [String: S3AccessKey] = [:]
 
         func requireBucket(_ name: String) throws(HearthError) {
@@ -24,6 +25,7 @@ public final class InMemoryObjectMetadataStore: ObjectMetadataStore {
         func unreferenced(_ blobID: String) -> String? {
             for rows in objects.values where rows.values.contains(where: { $0.blobID == blobID }) { return nil }
             for upload in uploads.values where upload.parts.values.contains(where: { $0.blobID == blobID }) { return nil }
+            for entry in sessions.values where entry.parts.contains(where: { $0.blobID == blobID }) { return nil }
             return blobID
         }
 
@@ -175,12 +177,57 @@ public final class InMemoryObjectMetadataStore: ObjectMetadataStore {
     }
 
     public func parts(uploadID: String) async throws -> [ObjectStore.UploadedPart] {
-        state.withLock { s in s.uploads[uploadID].map { $0.parts.values.sorted { $0.number < $1.number } } ?? [] }
+        state.withLock { s in s.uploads[uploadID].map { $0.parts.values.sorted { $0.number < $1.number } } ?? s.sessions[uploadID]?.parts ?? [] }
     }
 
     public func removeMultipartUpload(_ id: String) async throws -> [String] {
         state.withLock { s in
             (s.uploads.removeValue(forKey: id)?.parts.values.sorted { $0.number < $1.number } ?? []).map(\.blobID)
+        }
+    }
+
+    public func createUploadSession(_ session: ObjectStore.UploadSession) async throws {
+        try state.withLock { s throws(HearthError) in
+            try s.requireBucket(session.bucket)
+            s.sessions[session.id] = (session, [])
+        }
+    }
+
+    public func uploadSession(_ id: String) async throws -> ObjectStore.UploadSession? {
+        state.withLock { $0.sessions[id]?.session }
+    }
+
+    public func appendUploadPart(_ id: String, at offset: Int64, _ part: ObjectStore.UploadedPart) async throws -> Bool {
+        state.withLock { s in
+            guard var entry = s.sessions[id], entry.session.state == .active, entry.session.received == offset else { return false }
+            var part = part
+            part.number = entry.session.partCount + 1
+            entry.parts.append(part)
+            entry.session.received += part.size
+            entry.session.partCount += 1
+            entry.session.lastUsed = part.modified
+            s.sessions[id] = entry
+            return true
+        }
+    }
+
+    public func endUploadSession(_ id: String, _ end: ObjectStore.UploadSession.State, at time: Timestamp) async throws -> [String]? {
+        state.withLock { s in
+            guard var entry = s.sessions[id], entry.session.state == .active else { return nil }
+            let blobs = entry.parts.map(\.blobID)
+            entry.session.state = end
+            entry.session.lastUsed = time
+            entry.parts = []
+            s.sessions[id] = entry
+            return blobs
+        }
+    }
+
+    public func expireUploadSessions(unusedSince cutoff: Timestamp) async throws -> [String] {
+        state.withLock { s in
+            let stale = s.sessions.values.filter { $0.session.lastUsed.microseconds < cutoff.microseconds }
+            for entry in stale { s.sessions[entry.session.id] = nil }
+            return stale.flatMap { $0.parts.map(\.blobID) }
         }
     }
 

@@ -80,6 +80,22 @@ public protocol ObjectMetadataStore: Sendable {
     /// Forgets an upload and its parts (nothing if it does not exist); returns the parts' blobs.
     func removeMultipartUpload(_ id: String) async throws -> [String]
 
+    // MARK: Resumable upload sessions
+
+    /// Records a new session; NOT_FOUND if its bucket is missing.
+    func createUploadSession(_ session: ObjectStore.UploadSession) async throws
+    func uploadSession(_ id: String) async throws -> ObjectStore.UploadSession?
+    /// Records `part` as the session's next part (its number is the store's: one past the last)
+    /// and marks the session used at `part.modified` — only if the session is active and has
+    /// received exactly `offset` bytes; false (nothing changed) otherwise. The parts are read with
+    /// ``parts(uploadID:)``.
+    func appendUploadPart(_ id: String, at offset: Int64, _ part: ObjectStore.UploadedPart) async throws -> Bool
+    /// Ends an active session as `state` (finished or cancelled), forgetting its parts: returns
+    /// their blobs, or nil if the session is missing or no longer active.
+    func endUploadSession(_ id: String, _ state: ObjectStore.UploadSession.State, at time: Timestamp) async throws -> [String]?
+    /// Forgets every session last used before `cutoff`, and its parts; returns their blobs.
+    func expireUploadSessions(unusedSince cutoff: Timestamp) async throws -> [String]
+
     // MARK: S3 access keys
 
     func addAccessKey(_ key: S3AccessKey) async throws

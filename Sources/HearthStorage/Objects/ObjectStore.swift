@@ -21,6 +21,9 @@ public final class ObjectStore: Sendable {
     /// the server runs in its `ServiceGroup` (without it, deletions happen before the write returns).
     public let reclaimer: BlobReclaimer
 
+    /// When this server last forgot stale upload sessions (microseconds; one sweep an hour).
+    let uploadSessionSweep = Mutex<Int64>(0)
+
     /// Whether access keys are kept for a second (``accessKeyCache``).
     let cachesAccessKeys: Bool
 
