@@ -134,3 +134,60 @@ def test_a_transaction_whose_calls_reach_different_replicas_commits(replicas):
         assert errors == [] and n == len(done) == 30, (n, len(done), errors[:3])
     finally:
         db.close()
+
+
+def test_a_transaction_whose_replica_died_is_aborted_and_its_retry_commits(replicas):
+    """Raw REST, as a client behind a load balancer sends it: a read-write transaction begins (on
+    the replica ordering REST transactions; its id starts with that replica's id) and reads a
+    document through the other replica (handed over). The owner is SIGKILLed with the transaction
+    open. The surviving replica answers the commit naming it ABORTED — the code every Firestore
+    client retries — and its rollback `{}`; nothing of it was written. The retry, a new
+    transaction, commits on the survivor (docs/postgres.md, "Transactions across replicas", Faults)."""
+    import base64
+    import re
+
+    import requests
+
+    db_path = f"projects/{PROJECT}/databases/(default)"
+    collection = new_collection_id("replicadies")
+    name = f"{db_path}/documents/{collection}/d"
+
+    def url(index: int, suffix: str) -> str:
+        return f"{replicas.replica_base(index)}/v1/{suffix}"
+
+    def update(n: int) -> dict:
+        return {"update": {"name": name, "fields": {"n": {"integerValue": str(n)}}}}
+
+    created = requests.post(url(0, f"{db_path}/documents:commit"), json={"writes": [update(1)]}, timeout=30)
+    assert created.status_code == 200, created.text
+    begun = requests.post(url(0, f"{db_path}/documents:beginTransaction"), json={}, timeout=30)
+    assert begun.status_code == 200, begun.text
+    transaction = begun.json()["transaction"]
+    owner_id = base64.b64decode(transaction)[:8].hex()
+    ids = {}
+    for i in range(2):
+        found = re.findall(r"replica=([0-9a-f]{16}) .*announced to the other replicas", replicas.replica_output(i))
+        assert found, f"replica {i}'s log names no replica id:\n{replicas.replica_output(i)[-2000:]}"
+        ids[found[-1]] = i
+    assert owner_id in ids, f"the transaction id starts with {owner_id}, no replica's id ({ids})"
+    owner = ids[owner_id]
+    survivor = 1 - owner
+    read = requests.get(url(survivor, f"{name}"), params={"transaction": transaction}, timeout=30)
+    assert read.status_code == 200 and read.json()["fields"]["n"] == {"integerValue": "1"}, read.text
+
+    replicas.kill_replica(owner)
+    commit = requests.post(url(survivor, f"{db_path}/documents:commit"),
+                           json={"writes": [update(2)], "transaction": transaction}, timeout=60)
+    assert commit.status_code == 409 and commit.json()["error"]["status"] == "ABORTED", commit.text
+    rollback = requests.post(url(survivor, f"{db_path}/documents:rollback"), json={"transaction": transaction}, timeout=60)
+    assert rollback.status_code == 200 and rollback.json() == {}, rollback.text
+
+    retry = requests.post(url(survivor, f"{db_path}/documents:beginTransaction"), json={}, timeout=60)
+    assert retry.status_code == 200, retry.text
+    again = requests.get(url(survivor, name), params={"transaction": retry.json()["transaction"]}, timeout=60)
+    assert again.status_code == 200 and again.json()["fields"]["n"] == {"integerValue": "1"}, "the dead transaction wrote nothing"
+    done = requests.post(url(survivor, f"{db_path}/documents:commit"),
+                         json={"writes": [update(2)], "transaction": retry.json()["transaction"]}, timeout=60)
+    assert done.status_code == 200, done.text
+    final = requests.get(url(survivor, name), timeout=30)
+    assert final.json()["fields"]["n"] == {"integerValue": "2"}
