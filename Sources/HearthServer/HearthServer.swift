@@ -127,7 +127,7 @@ public struct HearthServer: Sendable {
         self.replicaDirectory = engines.replicas.map { replicas in
             ReplicaDirectory(
                 idBytes: replicas.id, registry: replicas.registry, jobs: engines.jobs, address: configuration.replicaAddress,
-                tls: configuration.tls != nil, logger: logger)
+                tls: configuration.tls != nil, trusting: tls?.chain ?? [], logger: logger)
         }
         self.tls = tls
         self.readiness = readiness

@@ -7,7 +7,7 @@ public import HTTPTypes
 public import Logging
 public import NIOCore
 import NIOHTTP1
-import NIOSSL
+public import NIOSSL
 public import ServiceLifecycle
 import Synchronization
 
@@ -49,8 +49,13 @@ public final class ReplicaDirectory: Service, Sendable {
     static let electionTick: Duration = .seconds(1)
 
     /// A directory for the replica `idBytes` (8 bytes, ``randomID()``; the document engine's
-    /// transaction id prefix).
-    public init(idBytes: [UInt8], registry: any ReplicaRegistry, jobs: any JobCoordinator, address: String, tls: Bool, logger: Logger) {
+    /// transaction id prefix). With `tls`, the other replicas are reached over TLS and trusted
+    /// when their certificate chains to the system's roots or to one of `trusting` (this
+    /// server's own `--tls-cert` chain: replicas serve the same certificate, often a private CA's).
+    public init(
+        idBytes: [UInt8], registry: any ReplicaRegistry, jobs: any JobCoordinator, address: String, tls: Bool,
+        trusting: [NIOSSLCertificate] = [], logger: Logger
+    ) {
         precondition(idBytes.count == 8, "a replica id is 8 bytes")
         self.idBytes = idBytes
         id = Self.hex(idBytes)
@@ -71,6 +76,7 @@ public final class ReplicaDirectory: Service, Sendable {
             // The replicas' certificate names the public host, not each replica's address.
             var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
             tlsConfiguration.certificateVerification = .noHostnameVerification
+            if !trusting.isEmpty { tlsConfiguration.additionalTrustRoots = [.certificates(trusting)] }
             configuration.tlsConfiguration = tlsConfiguration
         }
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)

@@ -51,6 +51,8 @@ public final class TLSContexts: Sendable {
 
     /// When the certificate in force expires.
     public var notValidAfter: Date { current.withLock { $0.identity.notValidAfter } }
+    /// The certificate chain in force (the server certificate first).
+    public var chain: [NIOSSLCertificate] { current.withLock { $0.identity.chain } }
 
     /// Reads the files again; on success the new pair serves every later handshake.
     public func reload() throws(TLSLoadError) {
