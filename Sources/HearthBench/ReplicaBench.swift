@@ -1,4 +1,8 @@
+import AsyncHTTPClient
 import Foundation
+import HearthCore
+import NIOCore
+import NIOHTTP1
 
 /// `hearth bench --phases replicas` (issue 18 part 4): REST writes and point reads against 1, 2
 /// and 3 real `hearth serve --database-url …` processes over one PostgreSQL database, next to one
@@ -33,6 +37,7 @@ struct ReplicaBench {
         var label: String
         var writes: WrkLoad.Result
         var reads: WrkLoad.Result
+        var transactions: Measurement
     }
 
     func run() async throws {
@@ -87,13 +92,17 @@ struct ReplicaBench {
             _ = try await admin.rows("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
         }
         print("replicas summary (\(connections) connections, wrk):")
-        print("  " + "configuration".padding(toLength: 22, withPad: " ", startingAt: 0) + "   writes/s  p50 ms  p99 ms   reads/s  p50 ms  p99 ms")
+        print(
+            "  " + "configuration".padding(toLength: 22, withPad: " ", startingAt: 0)
+                + "   writes/s  p50 ms  p99 ms   reads/s  p50 ms  p99 ms   REST tx/s  p50 ms  p99 ms")
         for f in figures {
+            let t = f.transactions
             print(
                 "  " + f.label.padding(toLength: 22, withPad: " ", startingAt: 0)
                     + String(
-                        format: " %10.0f %7.2f %7.2f %9.0f %7.2f %7.2f", f.writes.rate, f.writes.percentile(0.5), f.writes.percentile(0.99),
-                        f.reads.rate, f.reads.percentile(0.5), f.reads.percentile(0.99)))
+                        format: " %10.0f %7.2f %7.2f %9.0f %7.2f %7.2f %11.0f %7.2f %7.2f", f.writes.rate, f.writes.percentile(0.5),
+                        f.writes.percentile(0.99), f.reads.rate, f.reads.percentile(0.5), f.reads.percentile(0.99),
+                        Double(t.operations) / t.seconds, t.percentile(0.5) * 1000, t.percentile(0.99) * 1000))
         }
     }
 
@@ -155,7 +164,77 @@ struct ReplicaBench {
         let reads = try await window(
             "\(label): point get (GET)", servers: servers, targets: readTargets, method: "GET", headers: headers, body: nil, load: load,
             database: database, clock: clock, postmaster: postmaster)
-        return Figures(label: label, writes: writes, reads: reads)
+        let transactions = try await transactions("\(label): REST transaction (begin, get, commit)", servers: servers, share: share)
+        print(transactions)
+        return Figures(label: label, writes: writes, reads: reads, transactions: transactions)
+    }
+
+    /// REST read-write transactions as GAPIC's REST transport sends them: `beginTransaction`, a
+    /// `GET` in the transaction, a `commit` writing the document. The clients are spread over the
+    /// servers like wrk's connections; each runs one transaction after another on a document of its
+    /// own (no contention), every call to its own server. Over several replicas a transaction
+    /// begins on the replica ordering them (docs/postgres.md, "Transactions across replicas"), so
+    /// the calls reaching the other replicas are handed over: the row shows what that costs next to
+    /// the same transactions on one server.
+    func transactions(_ name: String, servers: [ServeProcess], share: [Int]) async throws -> Measurement {
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let database = "projects/demo-hearth/databases/(default)"
+        let start = ContinuousClock.now
+        let deadline = start + .milliseconds(Int(duration * 1000))
+        let results: Result<[([Double], Int)], any Error>
+        do {
+            results = .success(try await withThrowingTaskGroup(of: ([Double], Int).self) { group in
+                for (index, server) in servers.enumerated() {
+                    for c in 0..<share[index] {
+                        group.addTask {
+                            let base = "http://127.0.0.1:\(server.firestorePort)/v1/\(database)/documents"
+                            let document = "\(database)/documents/replicatx/s\(index)c\(c)"
+                            func call(_ method: HTTPMethod, _ url: String, _ body: String?) async throws -> JSON {
+                                var request = HTTPClientRequest(url: url)
+                                request.method = method
+                                request.headers.add(name: "authorization", value: "Bearer owner")
+                                request.headers.add(name: "content-type", value: "application/json")
+                                if let body { request.body = .bytes(ByteBuffer(string: body)) }
+                                let response = try await client.execute(request, timeout: .seconds(30))
+                                let bytes = try await response.body.collect(upTo: 1 << 20)
+                                guard response.status == .ok else { throw BenchError("\(url) answered \(response.status.code)") }
+                                return try JSON.parse(Array(bytes.readableBytesView))
+                            }
+                            var latencies: [Double] = []
+                            var errors = 0
+                            var n = 0
+                            while ContinuousClock.now < deadline {
+                                n += 1
+                                let t0 = ContinuousClock.now
+                                do {
+                                    let begun = try await call(.POST, "\(base):beginTransaction", "{}")
+                                    guard let transaction = begun["transaction"]?.stringValue else { throw BenchError("no transaction") }
+                                    let escaped = transaction.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? transaction
+                                    _ = try? await call(.GET, "\(base)/replicatx/s\(index)c\(c)?transaction=\(escaped)", nil)
+                                    let write = #"{"update":{"name":"\#(document)","fields":{"n":{"integerValue":"\#(n)"}}}}"#
+                                    _ = try await call(.POST, "\(base):commit", #"{"writes":[\#(write)],"transaction":"\#(transaction)"}"#)
+                                    let d = ContinuousClock.now - t0
+                                    latencies.append(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+                                } catch {
+                                    errors += 1
+                                }
+                            }
+                            return (latencies, errors)
+                        }
+                    }
+                }
+                var all: [([Double], Int)] = []
+                for try await r in group { all.append(r) }
+                return all
+            })
+        } catch {
+            results = .failure(error)
+        }
+        try await client.shutdown()
+        let all = try results.get()
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return Measurement(name: name, operations: all.map(\.0.count).reduce(0, +), errors: all.map(\.1).reduce(0, +), seconds: seconds, latencies: all.flatMap(\.0))
     }
 
     /// One measured window: the load, then its row, where the CPU went, and the database's view.
