@@ -164,7 +164,7 @@ struct ReplicaBench {
         let reads = try await window(
             "\(label): point get (GET)", servers: servers, targets: readTargets, method: "GET", headers: headers, body: nil, load: load,
             database: database, clock: clock, postmaster: postmaster)
-        let transactions = try await transactions("\(label): REST transaction (begin, get, commit)", servers: servers, share: share)
+        let transactions = try await transactions("\(label): REST transaction", servers: servers, share: share)
         print(transactions)
         return Figures(label: label, writes: writes, reads: reads, transactions: transactions)
     }
