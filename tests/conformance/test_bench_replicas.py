@@ -1,5 +1,5 @@
 """`hearth bench --phases replicas` (issue 18 part 4; docs/performance.md): one short run with one
-replica over PostgreSQL — the phase must produce its rows (writes and point reads on SQLite and on
+replica over PostgreSQL — the phase must produce its rows (writes, point reads and REST transactions on SQLite and on
 PostgreSQL, with requests counted and no errors), the database's own count of write transactions
 and each process's CPU, and leave nothing behind: no `hearth serve` of its own running, no
 database of its own on the server.
@@ -22,7 +22,7 @@ from conftest import DATABASE_ADMIN_URL, TARGET, LocalPostgres, postgres_bin_dir
 
 pytestmark = pytest.mark.skipif(TARGET != "hearth", reason="hearth bench is Hearth's own")
 
-ROW = re.compile(r"^(?P<name>.+?: (?:write \(PATCH\)|point get \(GET\)))\s+(?P<rate>[\d.]+)\s+(?P<p50>[\d.]+)\s+(?P<p99>[\d.]+)\s+(?P<errors>\d+)$")
+ROW = re.compile(r"^(?P<name>.+?: (?:write \(PATCH\)|point get \(GET\)|REST transaction))\s+(?P<rate>[\d.]+)\s+(?P<p50>[\d.]+)\s+(?P<p99>[\d.]+)\s+(?P<errors>\d+)$")
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,8 @@ def test_replicas_phase_measures_both_engines_and_stops_everything(admin_url, tm
 
     rows = {m["name"]: m for m in (ROW.match(line) for line in done.stdout.splitlines()) if m}
     for name in ("sqlite, 1 server: write (PATCH)", "sqlite, 1 server: point get (GET)",
-                 "postgres, 1 replica: write (PATCH)", "postgres, 1 replica: point get (GET)"):
+                 "postgres, 1 replica: write (PATCH)", "postgres, 1 replica: point get (GET)",
+                 "sqlite, 1 server: REST transaction", "postgres, 1 replica: REST transaction"):
         assert name in rows, output
         assert float(rows[name]["rate"]) > 0, output
         assert int(rows[name]["errors"]) == 0, output
