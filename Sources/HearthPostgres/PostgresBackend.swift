@@ -136,7 +136,7 @@ public final class PostgresBackend: Service, Sendable {
                     try await session.execute(isolation.begin)
                     do {
                         let result = try await body(session)
-                        try await session.execute("COMMIT")
+                        if !session.committed.isSet { try await session.execute("COMMIT") }
                         return result
                     } catch {
                         // The transaction may already be over (a failed COMMIT ends it); a broken
@@ -228,6 +228,36 @@ struct ConnectionClosed: Error {}
 struct PostgresSession: Sendable {
     let connection: PostgresConnection
     let logger: Logger
+    /// Set once ``executeThenCommit(_:)`` committed the transaction (the backend then sends no COMMIT).
+    let committed = CommitFlag()
+
+    init(connection: PostgresConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// Runs `query` as a transaction's last statement with its COMMIT sent right behind it on
+    /// the connection, before the query's answer: no task has to resume between the two while the
+    /// transaction holds its locks (a commit on the shared clock holds the clock's row until it
+    /// commits, so every millisecond there is a millisecond of every other writer's wait). If the
+    /// query fails, PostgreSQL answers the COMMIT with a rollback and the query's error is thrown;
+    /// if the COMMIT fails, its error. Only in a transaction (``PostgresBackend/transaction(_:_:)``).
+    func executeThenCommit(_ query: PostgresQuery) async throws {
+        guard !connection.isClosed else { throw ConnectionClosed() }
+        // Both written from this thread in this order: the channel keeps the order.
+        let statement: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger)
+        let commit: EventLoopFuture<PostgresQueryResult> = connection.query("COMMIT", logger: logger)
+        do {
+            _ = try await statement.get()
+        } catch {
+            _ = try? await commit.get()
+            throw error
+        }
+        let answer = try await commit.get()
+        committed.set()
+        // A transaction that had already failed answers COMMIT with ROLLBACK (its statement failed first).
+        guard answer.metadata.command == "COMMIT" else { throw CommitRolledBack() }
+    }
 
     /// Every row of `query`.
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
@@ -250,4 +280,14 @@ struct PostgresSession: Sendable {
     func exists(_ query: PostgresQuery) async throws -> Bool {
         try await !rows(query).isEmpty
     }
+}
+
+/// A pipelined COMMIT answered with a rollback although the statement before it succeeded.
+struct CommitRolledBack: Error {}
+
+/// Whether a session's transaction was committed by its last statement's pipelined COMMIT.
+final class CommitFlag: Sendable {
+    let value = Mutex(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
 }

@@ -239,7 +239,7 @@ public final class PostgresDocumentStore: DocumentStore {
             let time = self.sharedClock ? try await Self.takeCommitTime(session, proposed: request.time) : request.time
             let planned: ([DocumentMutation], T)
             do { planned = try plan(read.current, time) } catch { throw own.record(error) }
-            try await Self.apply(session, planned.0, request.database, time: time, logged: self.sharedClock)
+            try await Self.apply(session, planned.0, request.database, time: time, logged: self.sharedClock, committing: true)
             return planned.1
         }
         await pruneNowAndThen()
@@ -313,7 +313,12 @@ public final class PostgresDocumentStore: DocumentStore {
     /// commit time. The parts touch disjoint rows (an entry's key ends with its document's name).
     /// `logged` (the shared clock): also the commit's row in `firestore_commit_log` — the paths
     /// it changed — and its notification on ``commitChannel`` (see ``logCommit(_:_:time:paths:cleared:indexes:)``).
-    static func apply(_ session: PostgresSession, _ mutations: [DocumentMutation], _ database: String, time: Timestamp, logged: Bool = false) async throws {
+    /// `committing`: the statement is the transaction's last, its COMMIT pipelined behind it
+    /// (``PostgresSession/executeThenCommit(_:)``).
+    static func apply(
+        _ session: PostgresSession, _ mutations: [DocumentMutation], _ database: String, time: Timestamp, logged: Bool = false,
+        committing: Bool = false
+    ) async throws {
         if Set(mutations.map(\.path)).count < mutations.count {
             // The engine sends one mutation per document; should one come twice, they apply in order.
             for m in mutations { try await apply(session, [m], database, time: time) }
@@ -333,7 +338,7 @@ public final class PostgresDocumentStore: DocumentStore {
         let putKeys = puts.map { key($0.path) }
         let gone = mutations.filter { $0.document == nil }.map { key($0.path) }
         let previous = mutations.map(\.previous)
-        try await session.execute(
+        let statement: PostgresQuery =
             """
             WITH removed AS (
                 DELETE FROM firestore_index_entries WHERE db = \(database) AND (scope_hash, ikey, key_hash, scope, key) IN (
@@ -367,7 +372,8 @@ public final class PostgresDocumentStore: DocumentStore {
                 INSERT INTO firestore_commit_log (time_us, db, paths)
                 SELECT \(time.microseconds), \(database), \(distinctPaths(mutations))::text[] WHERE \(logged))
             SELECT CASE WHEN \(logged) THEN pg_notify(\(commitChannel), \(database + ":" + String(time.microseconds))) END
-            """)
+            """
+        if committing { try await session.executeThenCommit(statement) } else { try await session.execute(statement) }
     }
 
     /// The channel every commit on the shared clock notifies, with `database:time_us` (a wake-up:
