@@ -17,15 +17,9 @@ struct UploadDescriptor {
     var crc32c: String?
 
     func encoded() -> String {
-        var members: [(String, JSON)] = []
+        var members: [(String, JSON)] = [("attributes", StoredObjectFields.attributesJSON(attributes))]
         func put(_ key: String, _ value: String?) { if let value { members.append((key, .string(value))) } }
         func put(_ key: String, _ value: Int64?) { if let value { members.append((key, .string(String(value)))) } }
-        put("contentType", attributes.contentType)
-        put("cacheControl", attributes.cacheControl)
-        put("contentDisposition", attributes.contentDisposition)
-        put("contentEncoding", attributes.contentEncoding)
-        put("contentLanguage", attributes.contentLanguage)
-        members.append(("custom", .object(attributes.custom.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })))
         if let tokens = attributes.downloadTokens { members.append(("downloadTokens", .array(tokens.map { .string($0) }))) }
         put("declaredSize", declaredSize)
         let kind: String = switch identity.kind {
@@ -65,11 +59,8 @@ struct UploadDescriptor {
         }
         func s(_ k: String) -> String? { json[k]?.stringValue }
         func n(_ k: String) -> Int64? { s(k).flatMap { Int64($0) } }
-        var attributes = ObjectAttributes(
-            contentType: s("contentType"), cacheControl: s("cacheControl"), contentDisposition: s("contentDisposition"),
-            contentEncoding: s("contentEncoding"), contentLanguage: s("contentLanguage"),
-            downloadTokens: json["downloadTokens"]?.arrayValue?.compactMap(\.stringValue))
-        for (k, v) in json["custom"]?.objectValue ?? [] { attributes.custom[k] = v.stringValue }
+        var attributes = StoredObjectFields.attributes(json["attributes"] ?? .object([]))
+        attributes.downloadTokens = json["downloadTokens"]?.arrayValue?.compactMap(\.stringValue)
         let who = json["identity"]
         let kind: Identity.Kind = switch who?["kind"]?.stringValue {
         case "admin": .admin

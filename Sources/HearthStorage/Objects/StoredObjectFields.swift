@@ -1,4 +1,4 @@
-import HearthCore
+public import HearthCore
 
 /// The JSON texts an object row keeps for its custom metadata, download tokens and a multipart
 /// upload's attributes — one encoding for every ``ObjectMetadataStore`` backend (SQLite and
@@ -38,7 +38,10 @@ package enum StoredObjectFields {
         return (try? JSON.parse(Array(text.utf8)))?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
-    package static func encodeAttributes(_ attributes: ObjectAttributes) -> String {
+    package static func encodeAttributes(_ attributes: ObjectAttributes) -> String { attributesJSON(attributes).serialized() }
+
+    /// The metadata fields of `attributes` (not its download tokens) as a JSON object.
+    package static func attributesJSON(_ attributes: ObjectAttributes) -> JSON {
         var members: [(String, JSON)] = []
         func put(_ key: String, _ value: String?) { if let value { members.append((key, .string(value))) } }
         put("contentType", attributes.contentType)
@@ -47,11 +50,16 @@ package enum StoredObjectFields {
         put("contentEncoding", attributes.contentEncoding)
         put("contentLanguage", attributes.contentLanguage)
         members.append(("custom", .object(attributes.custom.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })))
-        return JSON.object(members).serialized()
+        return JSON.object(members)
     }
 
     package static func decodeAttributes(_ text: String) -> ObjectAttributes {
         guard let json = try? JSON.parse(Array(text.utf8)) else { return ObjectAttributes() }
+        return attributes(json)
+    }
+
+    /// The attributes ``attributesJSON(_:)`` wrote.
+    package static func attributes(_ json: JSON) -> ObjectAttributes {
         var attributes = ObjectAttributes(
             contentType: json["contentType"]?.stringValue, cacheControl: json["cacheControl"]?.stringValue,
             contentDisposition: json["contentDisposition"]?.stringValue, contentEncoding: json["contentEncoding"]?.stringValue,
