@@ -298,7 +298,8 @@ public struct HearthServer: Sendable {
                     rest: FirestoreRESTResponder(
                         engine: engine, authenticator: authenticator, security: security, logger: logger,
                         maxBody: configuration.limits.requestBytes(.firestore), replicas: replicaDirectory),
-                    grpc: FirestoreGRPCService(engine: engine, authenticator: authenticator, security: security, logger: logger)
+                    grpc: FirestoreGRPCService(
+                        engine: engine, authenticator: authenticator, security: security, replicas: replicaDirectory, logger: logger)
                         .responder(logger: logger, maxMessageSize: configuration.limits.requestBytes(.firestore))),
                 ready, server: .http1AndH2),
             listener("storage", storage, ready, server: .bulkHTTP1),

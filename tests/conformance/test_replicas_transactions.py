@@ -236,3 +236,47 @@ def test_replicas_over_tls_hand_transactions_to_each_other(tmp_path):
         assert call(0, "GET", name).json()["fields"]["n"] == {"integerValue": "4"}
     finally:
         srv.stop()
+
+
+def test_grpc_transactions_are_ordered_by_one_replica(replicas):
+    """gRPC (google-cloud-firestore's GAPIC client, one channel per replica): every read-write
+    transaction begins on the replica ordering them, whichever replica the channel reached (its id
+    starts the transaction id; a read-only one begins where it arrives), and a transaction's calls
+    reaching another replica are handed to it: a read and a query in the transaction, its commit,
+    and a rollback, each through the other replica's channel (docs/postgres.md, "Transactions across
+    replicas")."""
+    clients = [make_client(replicas.replica_ports[i]["firestore"]) for i in range(2)]
+    try:
+        apis = [c._firestore_api for c in clients]
+        database = f"projects/{PROJECT}/databases/(default)"
+        collection = new_collection_id("replicagrpc")
+        name = f"{database}/documents/{collection}/d"
+        clients[0].collection(collection).document("d").set({"n": 1})
+        owners = set()
+        for api in apis:
+            begun = api.begin_transaction(request={"database": database})
+            owners.add(begun.transaction[:8].hex())
+        assert len(owners) == 1, f"read-write transactions began on different replicas: {owners}"
+        read_only = {apis[i].begin_transaction(request={"database": database, "options": {"read_only": {}}}).transaction[:8].hex()
+                     for i in range(2)}
+        assert len(read_only) == 2, "a read-only transaction begins where it arrives"
+
+        for first, other in ((0, 1), (1, 0)):
+            transaction = apis[first].begin_transaction(request={"database": database}).transaction
+            doc = apis[other].get_document(request={"name": name, "transaction": transaction})
+            n = int(doc.fields["n"].integer_value)
+            query = {"parent": f"{database}/documents", "transaction": transaction,
+                     "structured_query": {"from_": [{"collection_id": collection}]}}
+            found = [r.document.name for r in apis[other].run_query(request=query) if r.document.name]
+            assert found == [name]
+            got = list(apis[other].batch_get_documents(request={"database": database, "documents": [name], "transaction": transaction}))
+            assert [g.found.name for g in got if g.found.name] == [name]
+            write = {"update": {"name": name, "fields": {"n": {"integer_value": n + 1}}}}
+            apis[other].commit(request={"database": database, "writes": [write], "transaction": transaction})
+        begun = list(apis[1].batch_get_documents(request={"database": database, "documents": [name], "new_transaction": {"read_write": {}}}))
+        assert begun[0].transaction[:8].hex() in owners
+        apis[0].rollback(request={"database": database, "transaction": begun[0].transaction})
+        assert clients[1].collection(collection).document("d").get().get("n") == 3
+    finally:
+        for c in clients:
+            c.close()

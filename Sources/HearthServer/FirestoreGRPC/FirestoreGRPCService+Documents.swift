@@ -29,6 +29,7 @@ extension FirestoreGRPCService {
     }
 
     func getDocument(_ r: Google_Firestore_V1_GetDocumentRequest, _ call: GRPCCall) async throws -> Google_Firestore_V1_Document {
+        if let handed = try await handOverGet(r, call) { return handed }
         let (db, path) = try Self.document(r.name, "name")
         let identity = try await identity(call)
         let p = FirestoreProto(database: db)
@@ -133,6 +134,10 @@ extension FirestoreGRPCService {
     }
 
     func batchGetDocuments(_ r: Google_Firestore_V1_BatchGetDocumentsRequest, _ call: GRPCCall, _ sender: GRPCMessageSender) async throws {
+        if let handed = try await handOverBatchGet(r, call) {
+            for m in handed { try sender.send(m) }
+            return
+        }
         let db = try Self.database(r.database, "database")
         let identity = try await identity(call)
         let p = FirestoreProto(database: db)
@@ -164,6 +169,7 @@ extension FirestoreGRPCService {
     }
 
     func beginTransaction(_ r: Google_Firestore_V1_BeginTransactionRequest, _ call: GRPCCall) async throws -> Google_Firestore_V1_BeginTransactionResponse {
+        if let handed = try await handOverBegin(r, call) { return handed }
         let db = try Self.database(r.database, "database")
         _ = try await identity(call)
         let p = FirestoreProto(database: db)
@@ -174,6 +180,7 @@ extension FirestoreGRPCService {
     }
 
     func commit(_ r: Google_Firestore_V1_CommitRequest, _ call: GRPCCall) async throws -> Google_Firestore_V1_CommitResponse {
+        if let handed = try await handOverCommit(r, call) { return handed }
         let db = try Self.database(r.database, "database")
         let identity = try await identity(call)
         let p = FirestoreProto(database: db)
@@ -187,6 +194,7 @@ extension FirestoreGRPCService {
     }
 
     func rollback(_ r: Google_Firestore_V1_RollbackRequest, _ call: GRPCCall) async throws -> Google_Protobuf_Empty {
+        if try await handOverRollback(r, call) { return Google_Protobuf_Empty() }
         let db = try Self.database(r.database, "database")
         _ = try await identity(call)
         guard let id = Self.transactionID(r.transaction) else { throw HearthError.invalidArgument("Missing transaction.") }

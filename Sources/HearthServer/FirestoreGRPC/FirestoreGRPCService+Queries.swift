@@ -16,6 +16,10 @@ extension FirestoreGRPCService {
     }
 
     func runQuery(_ r: Google_Firestore_V1_RunQueryRequest, _ call: GRPCCall, _ sender: GRPCMessageSender) async throws {
+        if let handed = try await handOverRunQuery(r, call) {
+            for m in handed { try sender.send(m) }
+            return
+        }
         let (db, parent) = try Self.queryParent(r.parent)
         let identity = try await identity(call)
         let p = FirestoreProto(database: db)
@@ -56,6 +60,10 @@ extension FirestoreGRPCService {
     }
 
     func runAggregationQuery(_ r: Google_Firestore_V1_RunAggregationQueryRequest, _ call: GRPCCall, _ sender: GRPCMessageSender) async throws {
+        if let handed = try await handOverRunAggregation(r, call) {
+            for m in handed { try sender.send(m) }
+            return
+        }
         let (db, parent) = try Self.queryParent(r.parent)
         let identity = try await identity(call)
         let p = FirestoreProto(database: db)

@@ -14,8 +14,14 @@ public struct FirestoreGRPCService: Sendable {
     let authenticator: Authenticator
     let security: FirestoreSecurity
     let logger: Logger
+    /// The other replicas over one PostgreSQL (nil: one server): transactional calls are handed
+    /// to the replica holding the transaction, read-write begins to the one ordering them.
+    let replicas: ReplicaDirectory?
 
-    public init(engine: DocumentEngine, authenticator: Authenticator, security: FirestoreSecurity, logger: Logger) {
+    public init(
+        engine: DocumentEngine, authenticator: Authenticator, security: FirestoreSecurity, replicas: ReplicaDirectory? = nil, logger: Logger
+    ) {
+        self.replicas = replicas
         self.engine = engine
         self.authenticator = authenticator
         self.security = security

@@ -227,6 +227,30 @@ public final class ReplicaDirectory: Service, Sendable {
         return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: answer.body))
     }
 
+    /// Calls `path` (with its query) on `replica`'s `service` port with `headers` and `body`, as a
+    /// request handed over (``forwardedHeader``): the status and the whole answer. Throws
+    /// ``ReplicaUnreachable`` when the replica cannot be reached.
+    public func call(
+        _ method: HTTPRequest.Method, _ path: String, headers: [(String, String)], body: ByteBuffer?, to replica: ReplicaRecord, service: String
+    ) async throws -> (status: Int, body: ByteBuffer) {
+        guard let port = replica.ports[service] else { throw ReplicaUnreachable(replica: replica.id, reason: "it has no \(service) port") }
+        let host = replica.address.contains(":") && !replica.address.hasPrefix("[") ? "[\(replica.address)]" : replica.address
+        var upstream = HTTPClientRequest(url: "\(replica.tls ? "https" : "http")://\(host):\(port)\(path)")
+        upstream.method = HTTPMethod(rawValue: method.rawValue)
+        for (name, value) in headers { upstream.headers.add(name: name, value: value) }
+        upstream.headers.replaceOrAdd(name: Self.forwardedHeader.rawName, value: id)
+        if let body {
+            upstream.headers.replaceOrAdd(name: "content-type", value: "application/json")
+            upstream.body = .bytes(body)
+        }
+        do {
+            let answer = try await client.execute(upstream, timeout: .minutes(5))
+            return (Int(answer.status.code), try await answer.body.collect(upTo: Self.wholeAnswerLimit))
+        } catch {
+            throw ReplicaUnreachable(replica: replica.id, reason: "\(error)")
+        }
+    }
+
     /// Answers of known length up to this size are passed whole (with their Content-Length).
     static let wholeAnswerLimit = 64 << 20
 
